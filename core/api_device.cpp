@@ -1,0 +1,154 @@
+// Availability, current accelerator, device count, current device index and
+// its exchange functions, device synchronize and properties
+// (torch.accelerator's module-level functions).
+#include <cstring>
+
+#include <algorithm>
+#include <cstring>
+
+#include "error.hpp"
+#include "guard.hpp"
+#include "host_services.hpp"
+#include "log.hpp"
+#include "runtime.hpp"
+
+using namespace accel::core;
+
+namespace {
+
+// Shared by exchange and maybe_exchange; `flags` tells a native backend
+// whether it may create a context.
+accel_status_t exchange(const char* fn, int32_t device, int32_t* previous, uint32_t flags) {
+  if (previous == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: previous is NULL", fn);
+  Backend* b = nullptr;
+  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+  int32_t before = current_device(*b);
+  if (device < 0 || device == before) {
+    *previous = before;
+    return ACCEL_SUCCESS;
+  }
+  int32_t target = 0;
+  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+  if (auto st = set_current_device(*b, target, flags); st != ACCEL_SUCCESS) return st;
+  *previous = before;
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* accel_last_error(void) { return last_error(); }
+
+int accel_is_available(void) {
+  try {
+    return runtime().current != nullptr ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+const char* accel_current_accelerator(void) {
+  try {
+    Backend* b = runtime().current;
+    return b != nullptr ? b->name.c_str() : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+const char* accel_selection_reason(void) {
+  try {
+    return runtime().selection_reason.c_str();
+  } catch (...) {
+    return "discovery failed: host memory exhausted";
+  }
+}
+
+int32_t accel_device_count(void) {
+  try {
+    Backend* b = runtime().current;
+    return b != nullptr ? b->device_count : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int32_t accel_current_device_index(void) {
+  try {
+    Backend* b = runtime().current;
+    return b != nullptr ? current_device(*b) : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+accel_status_t accel_set_device_index(int32_t device) {
+  return guarded(__func__, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (device < 0) return ACCEL_SUCCESS;  // torch's None
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    return set_current_device(*b, target, 0);
+  });
+}
+
+accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
+  return guarded(__func__, [&] { return exchange(__func__, device, previous, 0); });
+}
+
+accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
+  return guarded(__func__, [&] {
+    return exchange(__func__, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
+  });
+}
+
+accel_status_t accel_synchronize(int32_t device) {
+  return guarded(__func__, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    // torch: synchronizing a backend that was never initialised is a no-op
+    // and must not initialise it.
+    if (!initialised(*b) && !b->forked.load(std::memory_order_relaxed)) return ACCEL_SUCCESS;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    return call_plugin(*b, "device_synchronize", [&] { return b->api.device_synchronize(target); });
+  });
+}
+
+accel_status_t accel_get_device_properties(int32_t device, accel_device_properties_t* props) {
+  return guarded(__func__, [&] {
+    if (props == nullptr || props->struct_size < sizeof(size_t)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: props is NULL or its struct_size is not set (set it to "
+                   "sizeof(accel_device_properties_t))",
+                   __func__);
+    }
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    // The plugin fills a full, zeroed struct of this build; the caller gets
+    // as many bytes as its struct_size asks for.
+    accel_device_properties_t full{};
+    full.struct_size = sizeof full;
+    auto st = call_plugin(*b, "get_device_properties",
+                          [&] { return b->api.get_device_properties(target, &full); });
+    if (st != ACCEL_SUCCESS) return st;
+    full.name[sizeof full.name - 1] = '\0';
+    full.vendor[sizeof full.vendor - 1] = '\0';
+    full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
+    full.architecture[sizeof full.architecture - 1] = '\0';
+    full.device_index = target;
+    size_t n = std::min(props->struct_size, sizeof full);
+    size_t caller_size = props->struct_size;
+    std::memcpy(props, &full, n);
+    props->struct_size = caller_size;
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // extern "C"

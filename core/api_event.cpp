@@ -1,0 +1,180 @@
+// Events: creation with a timing flag, record, query, synchronize, elapsed
+// time. The core tracks "never recorded" itself so every backend answers the
+// same way (query complete, synchronize returns at once).
+#include "error.hpp"
+#include "guard.hpp"
+#include "handles.hpp"
+#include "host_services.hpp"
+#include "runtime.hpp"
+
+using namespace accel::core;
+
+namespace accel::core {
+
+HandlePool<accel_event_s>& event_pool() {
+  static auto* pool = new HandlePool<accel_event_s>();
+  return *pool;
+}
+
+}  // namespace accel::core
+
+namespace {
+
+accel_status_t check_event(const char* fn, accel_event_t e, const char* what = "event") {
+  if (!live(e)) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is {}", fn, what,
+                 e == nullptr ? "NULL" : "not a live event (destroyed?)");
+  }
+  return ensure_ready(*e->backend);
+}
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t* event) {
+  return guarded(__func__, [&] {
+    if (event == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is NULL", __func__);
+    if ((flags & ~ACCEL_EVENT_ENABLE_TIMING) != 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown flag bits 0x{:x}", __func__,
+                   flags & ~ACCEL_EVENT_ENABLE_TIMING);
+    }
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (b->api.event_create == nullptr) {
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support events", __func__,
+                   b->name);
+    }
+    if ((flags & ACCEL_EVENT_ENABLE_TIMING) != 0 &&
+        (b->capabilities & ACCEL_PLUGIN_CAP_TIMING_EVENTS) == 0) {
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support timing events",
+                   __func__, b->name);
+    }
+    accel_plugin_event_t native = nullptr;
+    auto st = call_plugin(*b, "event_create",
+                          [&] { return b->api.event_create(target, flags, &native); });
+    if (st != ACCEL_SUCCESS) return st;
+    accel_event_s* e = event_pool().acquire();
+    e->backend = b;
+    e->device = target;
+    e->flags = flags;
+    e->recorded.store(false, std::memory_order_relaxed);
+    e->native = native;
+    e->magic.store(kEventMagic, std::memory_order_release);
+    *event = e;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_event_destroy(accel_event_t event) {
+  return guarded(__func__, [&] {
+    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+    uint32_t expected = kEventMagic;
+    if (!event->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event was already destroyed", __func__);
+    }
+    Backend& b = *event->backend;
+    auto st = call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(event->native); });
+    event_pool().release(event);
+    return st;
+  });
+}
+
+accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
+  return guarded(__func__, [&] {
+    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+    Backend& b = *event->backend;
+    if (stream == nullptr) {
+      if (auto st = current_stream(b, event->device, stream); st != ACCEL_SUCCESS) return st;
+    } else if (!live(stream)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)",
+                   __func__);
+    }
+    if (stream->backend != &b || stream->device != event->device) {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: the event belongs to {} device {} but the stream to {} device {}",
+                   __func__, b.name, event->device, stream->backend->name, stream->device);
+    }
+    auto st = call_plugin(b, "event_record",
+                          [&] { return b.api.event_record(event->native, stream->native); });
+    if (st == ACCEL_SUCCESS) event->recorded.store(true, std::memory_order_release);
+    return st;
+  });
+}
+
+accel_status_t accel_event_query(accel_event_t event) {
+  return guarded(__func__, [&] {
+    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+    if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
+    Backend& b = *event->backend;
+    return call_plugin(b, "event_query", [&] { return b.api.event_query(event->native); });
+  });
+}
+
+accel_status_t accel_event_synchronize(accel_event_t event) {
+  return guarded(__func__, [&] {
+    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+    if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
+    Backend& b = *event->backend;
+    return call_plugin(b, "event_synchronize",
+                       [&] { return b.api.event_synchronize(event->native); });
+  });
+}
+
+accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, float* ms) {
+  return guarded(__func__, [&] {
+    if (ms == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ms is NULL", __func__);
+    if (auto st = check_event(__func__, start, "start event"); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_event(__func__, end, "end event"); st != ACCEL_SUCCESS) return st;
+    if (start->backend != end->backend || start->device != end->device) {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: the start event belongs to {} device {} but the end event to {} device {}",
+                   __func__, start->backend->name, start->device, end->backend->name, end->device);
+    }
+    for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
+      if ((e->flags & ACCEL_EVENT_ENABLE_TIMING) == 0) {
+        return failf(ACCEL_ERROR_EVENT_NO_TIMING,
+                     "{}: the {} event was created without ACCEL_EVENT_ENABLE_TIMING", __func__,
+                     which);
+      }
+    }
+    for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
+      if (!e->recorded.load(std::memory_order_acquire)) {
+        return failf(ACCEL_ERROR_EVENT_NOT_RECORDED, "{}: the {} event has never been recorded",
+                     __func__, which);
+      }
+    }
+    Backend& b = *start->backend;
+    for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
+      auto st = call_plugin(b, "event_query", [&] { return b.api.event_query(e->native); });
+      if (st == ACCEL_ERROR_NOT_READY) {
+        return failf(ACCEL_ERROR_NOT_READY,
+                     "{}: the {} event's record has not completed yet (synchronize it first)",
+                     __func__, which);
+      }
+      if (st != ACCEL_SUCCESS) return st;
+    }
+    float result = 0.0f;
+    auto st = call_plugin(b, "event_elapsed_time", [&] {
+      return b.api.event_elapsed_time(start->native, end->native, &result);
+    });
+    if (st == ACCEL_SUCCESS) *ms = result;
+    return st;
+  });
+}
+
+accel_status_t accel_event_device(accel_event_t event, int32_t* device) {
+  return guarded(__func__, [&] {
+    if (!live(event) || device == nullptr) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", __func__,
+                   device == nullptr ? "device is NULL" : "event is NULL or destroyed");
+    }
+    *device = event->device;
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // extern "C"

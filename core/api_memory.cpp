@@ -1,0 +1,242 @@
+// Device memory: allocation with statistics, async copies and memset on a
+// stream with pointer checks against the core's allocation table, and memory
+// info.
+#include <algorithm>
+#include <cstring>
+
+#include "error.hpp"
+#include "guard.hpp"
+#include "handles.hpp"
+#include "host_services.hpp"
+#include "memory_table.hpp"
+#include "runtime.hpp"
+
+using namespace accel::core;
+
+namespace {
+
+accel_status_t require_memory_ops(const char* fn, const Backend& b) {
+  if (b.api.mem_alloc == nullptr) {
+    return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support device memory", fn,
+                 b.name);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// A device-side pointer of a copy must lie, with all its bytes, inside one
+// live allocation of the stream's device.
+accel_status_t check_device_range(const char* fn, const char* what, const void* p, size_t bytes,
+                                  const accel_stream_s& s) {
+  Allocation a;
+  if (!find_allocation(p, a)) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: {} {} is not inside a live allocation made by accel_malloc", fn, what, p);
+  }
+  if (a.backend != s.backend || a.device != s.device) {
+    return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                 "{}: {} {} belongs to {} device {} but the stream to {} device {}", fn, what, p,
+                 a.backend->name, a.device, s.backend->name, s.device);
+  }
+  auto offset = reinterpret_cast<uintptr_t>(p) - a.base;
+  if (bytes > a.bytes - offset) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: {} range of {} bytes at offset {} overruns its allocation of {} bytes", fn,
+                 what, bytes, offset, a.bytes);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// A host-side pointer that is really device memory is a mixed-up kind.
+accel_status_t check_host_pointer(const char* fn, const char* what, const void* p) {
+  Allocation a;
+  if (find_allocation(p, a)) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: {} {} is device memory of {} device {}; the copy kind says host memory", fn,
+                 what, p, a.backend->name, a.device);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// NULL means the current stream of the current device.
+accel_status_t pick_stream(const char* fn, accel_stream_t& stream) {
+  if (stream == nullptr) {
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    return current_stream(*b, current_device(*b), stream);
+  }
+  if (!live(stream)) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)", fn);
+  }
+  return ensure_ready(*stream->backend);
+}
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
+  return guarded(__func__, [&] {
+    if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", __func__);
+    if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", __func__);
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_memory_ops(__func__, *b); st != ACCEL_SUCCESS) return st;
+    void* p = nullptr;
+    auto st = call_plugin(*b, "mem_alloc", [&] { return b->api.mem_alloc(target, bytes, &p); });
+    if (st != ACCEL_SUCCESS) return st;
+    if (p == nullptr) {
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer",
+                   __func__, b->name);
+    }
+    record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target});
+    DeviceState& ds = b->devices[target];
+    uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = ds.peak.load(std::memory_order_relaxed);
+    while (now > peak && !ds.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+    ds.live_allocations.fetch_add(1, std::memory_order_relaxed);
+    ds.total_allocations.fetch_add(1, std::memory_order_relaxed);
+    *ptr = p;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_free(void* ptr) {
+  return guarded(__func__, [&] {
+    if (ptr == nullptr) return ACCEL_SUCCESS;
+    Allocation a;
+    if (!take_allocation(ptr, a)) {
+      if (find_allocation(ptr, a)) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: {} points inside an allocation of {} bytes at {}; pass the pointer "
+                     "accel_malloc returned",
+                     __func__, ptr, a.bytes, reinterpret_cast<void*>(a.base));
+      }
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", __func__,
+                   ptr);
+    }
+    Backend& b = *a.backend;
+    if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) {
+      record_allocation(a);  // nothing changes on failure
+      return st;
+    }
+    auto st = call_plugin(b, "mem_free", [&] { return b.api.mem_free(a.device, ptr); });
+    if (st != ACCEL_SUCCESS) {
+      record_allocation(a);
+      return st;
+    }
+    DeviceState& ds = b.devices[a.device];
+    ds.allocated.fetch_sub(a.bytes, std::memory_order_relaxed);
+    ds.live_allocations.fetch_sub(1, std::memory_order_relaxed);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
+                                  accel_memcpy_kind_t kind, accel_stream_t stream) {
+  return guarded(__func__, [&] {
+    if (dst == nullptr || src == nullptr) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", __func__,
+                   dst == nullptr ? "dst" : "src");
+    }
+    if (kind != ACCEL_MEMCPY_HOST_TO_DEVICE && kind != ACCEL_MEMCPY_DEVICE_TO_HOST &&
+        kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown copy kind {}", __func__,
+                   static_cast<int>(kind));
+    }
+    if (auto st = pick_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+    Backend& b = *stream->backend;
+    if (auto st = require_memory_ops(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (bytes == 0) return ACCEL_SUCCESS;
+    bool dst_device = kind != ACCEL_MEMCPY_DEVICE_TO_HOST;
+    bool src_device = kind != ACCEL_MEMCPY_HOST_TO_DEVICE;
+    auto st = dst_device ? check_device_range(__func__, "dst", dst, bytes, *stream)
+                         : check_host_pointer(__func__, "dst", dst);
+    if (st != ACCEL_SUCCESS) return st;
+    st = src_device ? check_device_range(__func__, "src", src, bytes, *stream)
+                    : check_host_pointer(__func__, "src", src);
+    if (st != ACCEL_SUCCESS) return st;
+    return call_plugin(b, "memcpy_async", [&] {
+      return b.api.memcpy_async(dst, src, bytes, kind, stream->native);
+    });
+  });
+}
+
+accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stream_t stream) {
+  return guarded(__func__, [&] {
+    if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", __func__);
+    if (auto st = pick_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+    Backend& b = *stream->backend;
+    if (auto st = require_memory_ops(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (bytes == 0) return ACCEL_SUCCESS;
+    if (auto st = check_device_range(__func__, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
+      return st;
+    return call_plugin(b, "memset_async", [&] {
+      return b.api.memset_async(dst, value, bytes, stream->native);
+    });
+  });
+}
+
+accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
+  return guarded(__func__, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (b->api.mem_get_info == nullptr) {
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not report memory info",
+                   __func__, b->name);
+    }
+    size_t f = 0, t = 0;
+    auto st = call_plugin(*b, "mem_get_info", [&] { return b->api.mem_get_info(target, &f, &t); });
+    if (st != ACCEL_SUCCESS) return st;
+    if (free_bytes != nullptr) *free_bytes = f;
+    if (total_bytes != nullptr) *total_bytes = t;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
+  return guarded(__func__, [&] {
+    if (stats == nullptr || stats->struct_size < sizeof(size_t)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: stats is NULL or its struct_size is not set (set it to "
+                   "sizeof(accel_memory_stats_t))",
+                   __func__);
+    }
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    const DeviceState& ds = b->devices[target];
+    accel_memory_stats_t full{};
+    full.allocated_bytes = ds.allocated.load(std::memory_order_relaxed);
+    full.peak_allocated_bytes = ds.peak.load(std::memory_order_relaxed);
+    full.allocation_count = ds.live_allocations.load(std::memory_order_relaxed);
+    full.total_allocations = ds.total_allocations.load(std::memory_order_relaxed);
+    size_t caller_size = stats->struct_size;
+    std::memcpy(stats, &full, std::min(caller_size, sizeof full));
+    stats->struct_size = caller_size;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_reset_peak_memory_stats(int32_t device) {
+  return guarded(__func__, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    DeviceState& ds = b->devices[target];
+    ds.peak.store(ds.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // extern "C"

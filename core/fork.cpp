@@ -1,0 +1,55 @@
+#include "fork.hpp"
+
+#include <pthread.h>
+
+#include "handles.hpp"
+#include "memory_table.hpp"
+#include "runtime.hpp"
+
+namespace accel::core {
+
+namespace {
+
+Runtime* g_rt = nullptr;
+
+// Lock order: discovery, per-backend init and default-stream locks, the
+// allocation table, the handle pools. No other path takes two of these.
+void prepare() {
+  discovery_mutex().lock();
+  for (auto& b : g_rt->entries) {
+    b->init_mutex.lock();
+    b->default_stream_mutex.lock();
+  }
+  allocation_mutex().lock();
+  stream_pool().mutex().lock();
+  event_pool().mutex().lock();
+}
+
+void release() {
+  event_pool().mutex().unlock();
+  stream_pool().mutex().unlock();
+  allocation_mutex().unlock();
+  for (auto it = g_rt->entries.rbegin(); it != g_rt->entries.rend(); ++it) {
+    (*it)->default_stream_mutex.unlock();
+    (*it)->init_mutex.unlock();
+  }
+  discovery_mutex().unlock();
+}
+
+void child() {
+  release();
+  for (auto& b : g_rt->entries) {
+    if (initialised(*b) && (b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) == 0) {
+      b->forked.store(true, std::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace
+
+void install_fork_handlers(Runtime& rt) {
+  g_rt = &rt;
+  pthread_atfork(prepare, release, child);
+}
+
+}  // namespace accel::core

@@ -1,0 +1,17 @@
+// fork() handling (DESIGN.md "Fork"): the core's locks are taken around
+// fork() so the child never inherits one held by a thread that no longer
+// exists there, and backends that were initialised and are not fork-safe are
+// marked so the child gets ACCEL_ERROR_FORKED instead of a hang or a crash.
+#pragma once
+
+#include <mutex>
+
+namespace accel::core {
+
+struct Runtime;
+
+void install_fork_handlers(Runtime& rt);
+
+std::mutex& discovery_mutex();
+
+}  // namespace accel::core

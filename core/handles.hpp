@@ -1,0 +1,87 @@
+// Core-side stream and event handles. They wrap the plugin's opaque objects
+// with what the core needs to route and check calls: backend, device, flags.
+//
+// Handles come from a pool and their memory is never returned to the system,
+// so reading the magic word of a destroyed handle is defined behaviour: a
+// destroyed handle is reported as ACCEL_ERROR_INVALID_ARGUMENT until the slot
+// is reused by a newer object (the same guarantee CUDA gives). A pointer that
+// never came from accel cannot be checked without a global lookup on every
+// call, and is undefined behaviour, as in every vendor API.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "backend.hpp"
+
+namespace accel::core {
+
+constexpr uint32_t kStreamMagic = 0x5354524du;  // "STRM"
+constexpr uint32_t kEventMagic = 0x45564e54u;   // "EVNT"
+constexpr uint32_t kDeadMagic = 0xdeadbeefu;
+
+}  // namespace accel::core
+
+struct accel_stream_s {
+  std::atomic<uint32_t> magic{0};
+  accel::core::Backend* backend = nullptr;
+  int32_t device = 0;
+  int32_t priority = 0;
+  bool is_default = false;
+  accel_plugin_stream_t native = nullptr;
+  accel_stream_s* next_free = nullptr;
+};
+
+struct accel_event_s {
+  std::atomic<uint32_t> magic{0};
+  accel::core::Backend* backend = nullptr;
+  int32_t device = 0;
+  uint32_t flags = 0;
+  std::atomic<bool> recorded{false};
+  accel_plugin_event_t native = nullptr;
+  accel_event_s* next_free = nullptr;
+};
+
+namespace accel::core {
+
+// A free list of T; objects are never deleted.
+template <typename T>
+class HandlePool {
+ public:
+  T* acquire() {
+    {
+      std::lock_guard lock(mutex_);
+      if (free_ != nullptr) {
+        T* t = free_;
+        free_ = t->next_free;
+        t->next_free = nullptr;
+        return t;
+      }
+    }
+    return new T();
+  }
+  void release(T* t) {
+    std::lock_guard lock(mutex_);
+    t->next_free = free_;
+    free_ = t;
+  }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  std::mutex mutex_;
+  T* free_ = nullptr;
+};
+
+HandlePool<accel_stream_s>& stream_pool();
+HandlePool<accel_event_s>& event_pool();
+
+inline bool live(const accel_stream_s* s) {
+  return s != nullptr && s->magic.load(std::memory_order_acquire) == kStreamMagic;
+}
+inline bool live(const accel_event_s* e) {
+  return e != nullptr && e->magic.load(std::memory_order_acquire) == kEventMagic;
+}
+
+}  // namespace accel::core

@@ -1,0 +1,260 @@
+#include "loader.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "error.hpp"
+#include "host_services.hpp"
+#include "log.hpp"
+#include "search_path.hpp"
+
+namespace accel::core {
+
+namespace {
+
+using Entries = std::vector<std::unique_ptr<Backend>>;
+
+std::string resolved(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  std::string out = real != nullptr ? real : path;
+  free(real);
+  return out;
+}
+
+// File-level policy: checked before dlopen runs any of the file's code.
+std::string file_refusal(const std::string& path, const struct stat& st) {
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("plugin file is {}-writable (mode {:04o}); refused",
+                       (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777);
+  }
+  // Root can read anything, so "no read bit at all" is the owner's clear
+  // statement that the file is not meant to be loaded.
+  if ((st.st_mode & 0444) == 0 || access(path.c_str(), R_OK) != 0) {
+    return fmt::format("plugin file is not readable (mode {:04o})", st.st_mode & 07777);
+  }
+  return {};
+}
+
+bool valid_name(const char* name) {
+  if (name == nullptr || *name == '\0' || std::strlen(name) > 64) return false;
+  for (const char* p = name; *p != '\0'; ++p) {
+    char c = *p;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// Names of REQUIRED members that are NULL; empty when all are present.
+std::string missing_required(const accel_plugin_api_t& a) {
+  std::vector<const char*> missing;
+  auto need = [&](const void* fn, const char* what) {
+    if (fn == nullptr) missing.push_back(what);
+  };
+  need(reinterpret_cast<const void*>(a.device_count), "device_count");
+  need(reinterpret_cast<const void*>(a.get_device_properties), "get_device_properties");
+  need(reinterpret_cast<const void*>(a.device_synchronize), "device_synchronize");
+  need(reinterpret_cast<const void*>(a.stream_create), "stream_create");
+  need(reinterpret_cast<const void*>(a.stream_destroy), "stream_destroy");
+  need(reinterpret_cast<const void*>(a.default_stream), "default_stream");
+  need(reinterpret_cast<const void*>(a.stream_query), "stream_query");
+  need(reinterpret_cast<const void*>(a.stream_synchronize), "stream_synchronize");
+  if ((a.capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0) {
+    need(reinterpret_cast<const void*>(a.get_current_device), "get_current_device");
+    need(reinterpret_cast<const void*>(a.set_current_device), "set_current_device");
+  }
+  if (missing.empty()) return {};
+  return fmt::format("required operation{} {} {} NULL", missing.size() > 1 ? "s" : "",
+                     fmt::join(missing, ", "), missing.size() > 1 ? "are" : "is");
+}
+
+// Optional groups are all-or-nothing so the core never half-supports events.
+std::string partial_group(const accel_plugin_api_t& a) {
+  const void* events[] = {
+      reinterpret_cast<const void*>(a.event_create), reinterpret_cast<const void*>(a.event_destroy),
+      reinterpret_cast<const void*>(a.event_record), reinterpret_cast<const void*>(a.event_query),
+      reinterpret_cast<const void*>(a.event_synchronize),
+      reinterpret_cast<const void*>(a.event_elapsed_time)};
+  const void* memory[] = {reinterpret_cast<const void*>(a.mem_alloc),
+                          reinterpret_cast<const void*>(a.mem_free),
+                          reinterpret_cast<const void*>(a.memcpy_async),
+                          reinterpret_cast<const void*>(a.memset_async)};
+  auto partial = [](auto& group) {
+    int set = 0;
+    for (auto* p : group) set += p != nullptr;
+    return set != 0 && set != static_cast<int>(std::size(group));
+  };
+  if (partial(events)) return "event operations must be all set or all NULL";
+  if (partial(memory)) return "memory operations (mem_alloc, mem_free, memcpy_async, memset_async) "
+                              "must be all set or all NULL";
+  return {};
+}
+
+std::string plugin_said(const char* fallback) {
+  auto& pe = plugin_error();
+  return pe.set && !pe.message.empty() ? pe.message : fallback;
+}
+
+// dlopen + entry + vtable checks + init + device_count for one file.
+void load_candidate(Backend& b, const std::map<std::string, const Backend*>& names) {
+  b.handle = dlopen(b.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (b.handle == nullptr) {
+    const char* err = dlerror();
+    b.reason = fmt::format("dlopen failed: {}", err != nullptr ? err : "unknown error");
+    return;
+  }
+  dlerror();
+  void* sym = dlsym(b.handle, ACCEL_PLUGIN_ENTRY_NAME);
+  if (sym == nullptr) {
+    b.reason = fmt::format("no entry symbol '{}' (not an accel plugin)", ACCEL_PLUGIN_ENTRY_NAME);
+    return;
+  }
+  auto entry = reinterpret_cast<accel_plugin_entry_fn>(sym);
+  init_host_services(b);
+  begin_plugin_call();
+  const accel_plugin_api_t* api = entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &b.host);
+  if (api == nullptr) {
+    b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){}",
+                           ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
+                           plugin_error().set ? ": " + plugin_error().message : "");
+    return;
+  }
+  constexpr size_t header = offsetof(accel_plugin_api_t, abi_minor) + sizeof(uint32_t);
+  if (api->struct_size < header) {
+    b.reason = fmt::format("vtable struct_size {} is too small to hold its ABI version "
+                           "(need {} bytes for ABI {}.{}: {})",
+                           api->struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR,
+                           ACCEL_PLUGIN_ABI_MINOR, "vtable too small");
+    return;
+  }
+  b.abi_major = api->abi_major;
+  b.abi_minor = api->abi_minor;
+  if (api->abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
+    b.reason = fmt::format("plugin ABI {}.{} is not supported: this core speaks ABI {}.{}",
+                           api->abi_major, api->abi_minor, ACCEL_PLUGIN_ABI_MAJOR,
+                           ACCEL_PLUGIN_ABI_MINOR);
+    return;
+  }
+  if (api->struct_size < ACCEL_PLUGIN_API_V1_SIZE) {
+    b.reason = fmt::format("vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes)",
+                           api->struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
+    return;
+  }
+  std::memcpy(&b.api, api, std::min(api->struct_size, sizeof(accel_plugin_api_t)));
+  b.api.struct_size = api->struct_size;
+  if (!valid_name(b.api.name)) {
+    b.reason = "backend name is missing or not of the form [a-z0-9_]{1,64}";
+    return;
+  }
+  b.name = b.api.name;
+  b.priority = b.api.priority;
+  b.capabilities = b.api.capabilities;
+  if (auto m = missing_required(b.api); !m.empty()) {
+    b.reason = m;
+    return;
+  }
+  if (auto m = partial_group(b.api); !m.empty()) {
+    b.reason = m;
+    return;
+  }
+  if (auto it = names.find(b.name); it != names.end()) {
+    b.status = ACCEL_BACKEND_DUPLICATE;
+    b.reason = fmt::format("duplicate backend name '{}': already provided by {}", b.name,
+                           it->second->path);
+    return;
+  }
+  b.loaded = true;
+
+  if (b.api.init != nullptr) {
+    begin_plugin_call();
+    accel_status_t st = b.api.init();
+    if (st != ACCEL_SUCCESS) {
+      b.status = st == ACCEL_ERROR_BACKEND_UNAVAILABLE ? ACCEL_BACKEND_UNAVAILABLE
+                                                       : ACCEL_BACKEND_REJECTED;
+      b.reason = fmt::format("init failed ({}): {}", accel_status_name(st),
+                             plugin_said(accel_status_message(st)));
+      if (st == ACCEL_ERROR_BACKEND_UNAVAILABLE) b.reason = plugin_said("vendor library missing");
+      return;
+    }
+  }
+  int32_t count = 0;
+  begin_plugin_call();
+  accel_status_t st = b.api.device_count(&count);
+  if (st != ACCEL_SUCCESS) {
+    b.status = ACCEL_BACKEND_UNAVAILABLE;
+    b.reason = fmt::format("device_count failed ({}): {}", accel_status_name(st),
+                           plugin_said(accel_status_message(st)));
+    return;
+  }
+  if (count < 0) {
+    b.status = ACCEL_BACKEND_REJECTED;
+    b.reason = fmt::format("device_count returned a negative count ({})", count);
+    return;
+  }
+  b.device_count = count;
+  b.devices = std::make_unique<DeviceState[]>(static_cast<size_t>(count));
+  b.status = count > 0 ? ACCEL_BACKEND_AVAILABLE : ACCEL_BACKEND_NO_DEVICES;
+  b.reason = plugin_said(count > 0 ? "" : "the backend reports no devices");
+}
+
+}  // namespace
+
+Entries discover_plugins() {
+  LastErrorScope keep_last_error;
+  Entries entries;
+  std::set<std::pair<dev_t, ino_t>> seen_files;
+  std::map<std::pair<dev_t, ino_t>, std::string> file_owner;
+  std::map<std::string, const Backend*> names;
+
+  for (const auto& dir : plugin_search_dirs()) {
+    if (!dir.refusal.empty()) {
+      auto b = std::make_unique<Backend>();
+      b->path = dir.path;
+      b->status = ACCEL_BACKEND_REJECTED;
+      b->reason = dir.refusal;
+      entries.push_back(std::move(b));
+      continue;
+    }
+    log().debug("searching {}", dir.path);
+    for (const auto& file : list_candidates(dir.path)) {
+      auto b = std::make_unique<Backend>();
+      std::string given = dir.path + "/" + file;
+      b->path = resolved(given);
+      struct stat st {};
+      if (stat(b->path.c_str(), &st) != 0) {
+        b->reason = fmt::format("cannot stat '{}': {}", given, std::strerror(errno));
+      } else if (auto key = std::make_pair(st.st_dev, st.st_ino); !seen_files.insert(key).second) {
+        b->status = ACCEL_BACKEND_DUPLICATE;
+        b->reason = fmt::format("same file as an earlier candidate, reached again through '{}'; "
+                                "loaded once",
+                                given);
+      } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
+        b->reason = refusal;
+      } else {
+        load_candidate(*b, names);
+        if (b->loaded && b->status != ACCEL_BACKEND_DUPLICATE &&
+            b->status != ACCEL_BACKEND_REJECTED)
+          names.emplace(b->name, b.get());
+      }
+      if (b->status == ACCEL_BACKEND_REJECTED) {
+        log().warn("plugin {} rejected: {}", b->path, b->reason);
+      } else {
+        log().debug("plugin {} ({}): {} {}", b->path, b->name, accel_backend_status_name(b->status),
+                    b->reason);
+      }
+      entries.push_back(std::move(b));
+    }
+  }
+  return entries;
+}
+
+}  // namespace accel::core

@@ -1,0 +1,55 @@
+#include "log.hpp"
+
+#include <cstdlib>
+#include <memory>
+
+#include <spdlog/sinks/stdout_sinks.h>
+
+namespace accel::core {
+
+spdlog::level::level_enum to_spdlog(accel_log_level_t level) {
+  switch (level) {
+    case ACCEL_LOG_TRACE: return spdlog::level::trace;
+    case ACCEL_LOG_DEBUG: return spdlog::level::debug;
+    case ACCEL_LOG_INFO: return spdlog::level::info;
+    case ACCEL_LOG_WARN: return spdlog::level::warn;
+    case ACCEL_LOG_ERROR: return spdlog::level::err;
+    case ACCEL_LOG_CRITICAL: return spdlog::level::critical;
+    case ACCEL_LOG_OFF: return spdlog::level::off;
+  }
+  return spdlog::level::warn;
+}
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger() {
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("accel", std::move(sink));
+  logger->set_pattern("[accel] [%l] %v");
+  auto level = spdlog::level::warn;
+  if (const char* env = secure_getenv("ACCEL_LOG_LEVEL"); env != nullptr && *env != '\0') {
+    // spdlog's parser maps unknown words to "off"; we keep warn instead and
+    // say so, since a typo should not silence every warning.
+    auto parsed = spdlog::level::from_str(env);
+    if (parsed == spdlog::level::off && std::string_view(env) != "off") {
+      logger->set_level(spdlog::level::warn);
+      logger->warn("ACCEL_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, "
+                   "critical, off; using warn", env);
+    } else {
+      level = parsed;
+    }
+  }
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::warn);
+  return logger;
+}
+
+}  // namespace
+
+spdlog::logger& log() {
+  // Leaked on purpose: plugins may log from their threads during exit.
+  static spdlog::logger* logger = new spdlog::logger(*make_logger());
+  return *logger;
+}
+
+}  // namespace accel::core

@@ -1,0 +1,40 @@
+#include "memory_table.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace accel::core {
+
+namespace {
+std::shared_mutex g_mutex;
+std::map<uintptr_t, Allocation> g_table;  // by base address
+}  // namespace
+
+std::shared_mutex& allocation_mutex() { return g_mutex; }
+
+void record_allocation(const Allocation& a) {
+  std::unique_lock lock(g_mutex);
+  g_table[a.base] = a;
+}
+
+bool take_allocation(const void* ptr, Allocation& out) {
+  std::unique_lock lock(g_mutex);
+  auto it = g_table.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == g_table.end()) return false;
+  out = it->second;
+  g_table.erase(it);
+  return true;
+}
+
+bool find_allocation(const void* ptr, Allocation& out) {
+  auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::shared_lock lock(g_mutex);
+  auto it = g_table.upper_bound(p);
+  if (it == g_table.begin()) return false;
+  --it;
+  if (p - it->second.base >= it->second.bytes) return false;
+  out = it->second;
+  return true;
+}
+
+}  // namespace accel::core

@@ -1,0 +1,219 @@
+#include "runtime.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "error.hpp"
+#include "fork.hpp"
+#include "host_services.hpp"
+#include "loader.hpp"
+#include "log.hpp"
+
+namespace accel::core {
+
+namespace {
+
+std::mutex g_discovery_mutex;
+std::atomic<Runtime*> g_runtime{nullptr};
+thread_local ThreadState t_state;
+
+// ACCEL_BACKEND if set, else the highest priority available backend (ties by
+// name). Never falls back silently when ACCEL_BACKEND names something else.
+void choose_current(Runtime& rt) {
+  const char* wanted = secure_getenv("ACCEL_BACKEND");
+  if (wanted != nullptr && *wanted != '\0') {
+    Backend* match = nullptr;
+    for (auto& b : rt.entries) {
+      if (b->loaded && b->name == wanted && b->status != ACCEL_BACKEND_DUPLICATE) {
+        match = b.get();
+        break;
+      }
+    }
+    if (match == nullptr) {
+      std::vector<std::string> names;
+      for (auto& b : rt.entries)
+        if (b->loaded && b->status != ACCEL_BACKEND_DUPLICATE) names.push_back(b->name);
+      rt.selection_reason = fmt::format(
+          "ACCEL_BACKEND={} but no backend named '{}' was found (loaded: {})", wanted, wanted,
+          names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    } else if (!match->usable()) {
+      rt.selection_reason = fmt::format("ACCEL_BACKEND={} but backend '{}' is {}: {}", wanted,
+                                        wanted, accel_backend_status_name(match->status),
+                                        match->reason);
+    } else {
+      rt.current = match;
+      rt.selection_reason = fmt::format("chosen by ACCEL_BACKEND={} ({} device{})", wanted,
+                                        match->device_count, match->device_count == 1 ? "" : "s");
+    }
+    return;
+  }
+  for (auto& b : rt.entries) {
+    if (!b->usable()) continue;
+    if (rt.current == nullptr || b->priority > rt.current->priority ||
+        (b->priority == rt.current->priority && b->name < rt.current->name)) {
+      rt.current = b.get();
+    }
+  }
+  if (rt.current != nullptr) {
+    rt.selection_reason =
+        fmt::format("'{}' has the highest priority ({}) among backends with devices",
+                    rt.current->name, rt.current->priority);
+  } else {
+    size_t loaded = 0;
+    for (auto& b : rt.entries) loaded += b->loaded;
+    rt.selection_reason =
+        loaded == 0 ? "no backend plugin could be loaded (see accelctl backends)"
+                    : "no loaded backend has a device (see accelctl backends for each reason)";
+  }
+}
+
+Runtime& discover_slow() {
+  std::lock_guard lock(g_discovery_mutex);
+  if (Runtime* r = g_runtime.load(std::memory_order_acquire)) return *r;
+  auto* rt = new Runtime();  // lives until process exit, like the plugins
+  rt->entries = discover_plugins();
+  choose_current(*rt);
+  log().debug("current accelerator: {}", rt->selection_reason);
+  install_fork_handlers(*rt);
+  g_runtime.store(rt, std::memory_order_release);
+  return *rt;
+}
+
+}  // namespace
+
+std::mutex& discovery_mutex() { return g_discovery_mutex; }
+
+Runtime& runtime() {
+  if (Runtime* r = g_runtime.load(std::memory_order_acquire)) [[likely]]
+    return *r;
+  return discover_slow();
+}
+
+ThreadState& thread_state() { return t_state; }
+
+accel_status_t require_current(const char* fn, Backend*& out) {
+  Runtime& rt = runtime();
+  if (rt.current == nullptr) [[unlikely]] {
+    return failf(ACCEL_ERROR_NO_ACCELERATOR, "{}: no accelerator is available: {}", fn,
+                 rt.selection_reason);
+  }
+  out = rt.current;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t resolve_device(const char* fn, Backend& b, int32_t device, int32_t& out) {
+  if (device < 0) {
+    out = current_device(b);
+    return ACCEL_SUCCESS;
+  }
+  if (device >= b.device_count) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_DEVICE,
+                 "{}: device index {} is out of range: backend '{}' has {} device{}, valid "
+                 "indices are [0, {})",
+                 fn, device, b.name, b.device_count, b.device_count == 1 ? "" : "s",
+                 b.device_count);
+  }
+  out = device;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t ensure_ready(Backend& b) {
+  if (b.forked.load(std::memory_order_relaxed)) [[unlikely]] {
+    return failf(ACCEL_ERROR_FORKED,
+                 "backend '{}' was initialised before fork() and is not fork-safe; in the child "
+                 "process exec a new program (or use posix_spawn) to use it",
+                 b.name);
+  }
+  int state = b.init_state.load(std::memory_order_acquire);
+  if (state == 1) [[likely]]
+    return ACCEL_SUCCESS;
+  std::lock_guard lock(b.init_mutex);
+  state = b.init_state.load(std::memory_order_acquire);
+  if (state == 0) {
+    accel_status_t st = ACCEL_SUCCESS;
+    if (b.api.lazy_init != nullptr) {
+      begin_plugin_call();
+      st = b.api.lazy_init();
+      if (st != ACCEL_SUCCESS) {
+        finish_plugin_call(b, "lazy_init", st);
+        b.init_error = last_error();
+      }
+    }
+    b.init_status = st;
+    state = st == ACCEL_SUCCESS ? 1 : 2;
+    b.init_state.store(state, std::memory_order_release);
+    log().debug("{}: initialised ({})", b.name, accel_status_name(st));
+  }
+  if (state == 2) return fail(b.init_status, b.init_error);
+  return ACCEL_SUCCESS;
+}
+
+int32_t current_device(Backend& b) {
+  if (b.native_current_device() && !b.forked.load(std::memory_order_relaxed)) {
+    int32_t dev = -1;
+    if (ensure_ready(b) == ACCEL_SUCCESS && b.api.get_current_device(&dev) == ACCEL_SUCCESS &&
+        dev >= 0 && dev < b.device_count) {
+      return dev;
+    }
+  }
+  return t_state.device;
+}
+
+accel_status_t set_current_device(Backend& b, int32_t device, uint32_t flags) {
+  if (b.native_current_device()) {
+    if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) return st;
+    auto st = call_plugin(b, "set_current_device",
+                          [&] { return b.api.set_current_device(device, flags); });
+    if (st != ACCEL_SUCCESS) return st;
+  }
+  t_state.device = device;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) {
+  DeviceState& ds = b.devices[device];
+  if (accel_stream_s* s = ds.default_stream.load(std::memory_order_acquire)) [[likely]] {
+    out = s;
+    return ACCEL_SUCCESS;
+  }
+  std::lock_guard lock(b.default_stream_mutex);
+  if (accel_stream_s* s = ds.default_stream.load(std::memory_order_acquire)) {
+    out = s;
+    return ACCEL_SUCCESS;
+  }
+  accel_plugin_stream_t native = nullptr;
+  auto st = call_plugin(b, "default_stream", [&] { return b.api.default_stream(device, &native); });
+  if (st != ACCEL_SUCCESS) return st;
+  auto* s = new accel_stream_s();  // lives until exit; never pooled
+  s->backend = &b;
+  s->device = device;
+  s->is_default = true;
+  s->native = native;
+  s->magic.store(kStreamMagic, std::memory_order_release);
+  ds.default_stream.store(s, std::memory_order_release);
+  out = s;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) {
+  auto& streams = t_state.streams;
+  if (static_cast<size_t>(device) < streams.size()) {
+    accel_stream_s* s = streams[static_cast<size_t>(device)];
+    // A stream destroyed while current falls back to the default stream
+    // rather than handing out a dead handle.
+    if (s != nullptr && live(s) && s->backend == &b) {
+      out = s;
+      return ACCEL_SUCCESS;
+    }
+    streams[static_cast<size_t>(device)] = nullptr;
+  }
+  return default_stream(b, device, out);
+}
+
+}  // namespace accel::core

@@ -1,0 +1,103 @@
+#include "search_path.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "log.hpp"
+
+#ifndef ACCEL_PLUGINDIR
+#error "ACCEL_PLUGINDIR must be defined by the build"
+#endif
+
+namespace accel::core {
+
+namespace {
+
+// A directory anyone but its owner can write lets anyone plant code in every
+// process that links accel; refuse it (sticky bit or not).
+std::string directory_refusal(const std::string& dir, bool from_env) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (!from_env) return {};  // the install dir simply isn't there: normal
+    return fmt::format("ACCEL_PLUGIN_PATH entry '{}' does not exist or cannot be read ({})", dir,
+                       std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return fmt::format("'{}' is not a directory", dir);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("directory '{}' is {}-writable (mode {:04o}); refusing to load plugins "
+                       "from it",
+                       dir, (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<SearchDir> plugin_search_dirs() {
+  std::vector<SearchDir> dirs;
+  std::set<std::string> seen;
+  auto add = [&](std::string path, bool from_env) {
+    SearchDir d{path, {}, from_env};
+    if (from_env && path.front() != '/') {
+      d.refusal = fmt::format("ACCEL_PLUGIN_PATH entry '{}' is not absolute; ignored", path);
+    } else {
+      d.refusal = directory_refusal(path, from_env);
+      if (d.refusal.empty() && !from_env) {
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0) return;  // install dir absent
+      }
+      // Two spellings of one directory are searched once.
+      if (d.refusal.empty()) {
+        char* real = realpath(path.c_str(), nullptr);
+        std::string key = real != nullptr ? real : path;
+        free(real);
+        if (!seen.insert(key).second) return;
+      }
+    }
+    if (!d.refusal.empty()) log().warn("{}", d.refusal);
+    dirs.push_back(std::move(d));
+  };
+
+  if (const char* env = secure_getenv("ACCEL_PLUGIN_PATH"); env != nullptr) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      auto colon = rest.find(':');
+      auto entry = rest.substr(0, colon);
+      if (!entry.empty()) add(std::string(entry), true);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  add(ACCEL_PLUGINDIR, false);
+  return dirs;
+}
+
+std::vector<std::string> list_candidates(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = readdir(d)) {
+    std::string_view n(e->d_name);
+    if (n.size() <= 3 || n.substr(n.size() - 3) != ".so") continue;
+    struct stat st {};
+    std::string full = dir + "/" + std::string(n);
+    if (stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      // A dangling link or a directory named *.so is still worth a line.
+      if (lstat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    }
+    names.emplace_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace accel::core

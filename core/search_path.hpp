@@ -1,0 +1,24 @@
+// Where plugins are looked for: ACCEL_PLUGIN_PATH (absolute entries only),
+// then the compiled-in plugins directory. Read with secure_getenv so a
+// setuid/setgid program ignores the variable (Vulkan and Khronos OpenCL
+// loaders do the same).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace accel::core {
+
+struct SearchDir {
+  std::string path;     // as given
+  std::string refusal;  // non-empty: why this entry is not searched
+  bool from_env = false;
+};
+
+std::vector<SearchDir> plugin_search_dirs();
+
+// Candidate file names in `dir` (regular files or links to them, ending in
+// ".so"), sorted bytewise so load order never depends on the file system.
+std::vector<std::string> list_candidates(const std::string& dir);
+
+}  // namespace accel::core

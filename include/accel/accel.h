@@ -1,0 +1,475 @@
+/*
+ * accel.h - public C API of libaccelcore (ABI v1).
+ *
+ * A device-agnostic accelerator runtime: the native counterpart of PyTorch's
+ * torch.accelerator. One API for device enumeration, the current device,
+ * streams, events, memory and synchronization, whatever the vendor.
+ *
+ * Conventions (hold for every function below unless its comment says else):
+ *  - Every function that can fail returns accel_status_t; ACCEL_SUCCESS (0) is
+ *    success. On failure a detailed message (backend, vendor call, vendor code)
+ *    is stored in a thread-local string read with accel_last_error(), and no
+ *    output parameter and no state is changed.
+ *  - Device indices are int32_t in [0, accel_device_count()). Where a function
+ *    takes an optional device, a negative value means "the calling thread's
+ *    current device".
+ *  - Every struct passed in or out starts with struct_size: the caller sets it
+ *    to sizeof the struct it was compiled with; the library reads and writes
+ *    no byte past it, so fields can be appended in later versions (PJRT rule).
+ *  - All functions are thread-safe. Current device and current stream are
+ *    per-thread state (torch.accelerator semantics).
+ *  - Initialisation is lazy: the first call discovers plugins; vendor runtimes
+ *    are initialised only when an operation needs them.
+ *
+ * This header is C99-clean and also compiles as C++.
+ */
+#ifndef ACCEL_ACCEL_H
+#define ACCEL_ACCEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ACCEL_BUILDING_CORE)
+#define ACCEL_API __attribute__((visibility("default")))
+#else
+#define ACCEL_API
+#endif
+
+/* Version of this header: the library's version is accel_version(). */
+#define ACCEL_VERSION_MAJOR 0
+#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* One status enum for the whole API (libuv style). Values are stable: new
+ * codes are only appended. */
+typedef enum accel_status {
+  ACCEL_SUCCESS = 0,
+  /* A pointer, size, flag or handle argument is invalid (NULL where not
+   * allowed, destroyed handle, default stream passed to destroy, ...). */
+  ACCEL_ERROR_INVALID_ARGUMENT = 1,
+  /* Device index outside [0, accel_device_count()). */
+  ACCEL_ERROR_INVALID_DEVICE = 2,
+  /* No accelerator is available (accel_is_available() is false). */
+  ACCEL_ERROR_NO_ACCELERATOR = 3,
+  /* The backend does not implement this operation. */
+  ACCEL_ERROR_NOT_SUPPORTED = 4,
+  /* Work queued on a stream or before an event has not completed yet. This
+   * is an answer of the query functions, not a failure. */
+  ACCEL_ERROR_NOT_READY = 5,
+  /* Device or host memory exhausted. */
+  ACCEL_ERROR_OUT_OF_MEMORY = 6,
+  /* elapsed_time on an event that was never recorded. */
+  ACCEL_ERROR_EVENT_NOT_RECORDED = 7,
+  /* elapsed_time on an event created without ACCEL_EVENT_ENABLE_TIMING. */
+  ACCEL_ERROR_EVENT_NO_TIMING = 8,
+  /* Stream, event or pointer of another device or backend than required. */
+  ACCEL_ERROR_DEVICE_MISMATCH = 9,
+  /* The backend was initialised before fork() and is not fork-safe: re-exec
+   * or spawn a fresh process to use it in the child. */
+  ACCEL_ERROR_FORKED = 10,
+  /* The vendor library or driver is missing or unusable. */
+  ACCEL_ERROR_BACKEND_UNAVAILABLE = 11,
+  /* The vendor runtime reported an error; accel_last_error() names the call
+   * and the vendor's code and text. */
+  ACCEL_ERROR_BACKEND_FAILURE = 12,
+  /* Index past the end of a list (e.g. accel_get_backend_info). */
+  ACCEL_ERROR_OUT_OF_RANGE = 13,
+  /* A bug in accel or a plugin broke an internal invariant. */
+  ACCEL_ERROR_INTERNAL = 14
+} accel_status_t;
+
+/* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid. */
+#define ACCEL_STATUS_COUNT 15
+
+/* Symbolic name of a status ("ACCEL_ERROR_INVALID_DEVICE"); for an unknown
+ * value returns "ACCEL_STATUS_UNKNOWN". Never NULL, static storage,
+ * thread-safe. */
+ACCEL_API const char* accel_status_name(accel_status_t status);
+
+/* One-line generic description of a status ("invalid device index"); for an
+ * unknown value returns "unknown status". Never NULL, static storage,
+ * thread-safe. */
+ACCEL_API const char* accel_status_message(accel_status_t status);
+
+/* Detail of the most recent failure on the calling thread: which backend,
+ * which call, vendor code and text, and what the valid range was. Empty
+ * string ("") if no call on this thread has failed yet. Successful calls do
+ * not clear it. The pointer stays valid until the next accel call on the same
+ * thread. Never NULL. Semantics after UR's urAdapterGetLastError. */
+ACCEL_API const char* accel_last_error(void);
+
+/* Library version string ("0.1.0"). Never NULL, static storage. */
+ACCEL_API const char* accel_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Availability, current accelerator, devices (torch.accelerator)             */
+/* ------------------------------------------------------------------------ */
+
+/* 1 if a current accelerator exists (a backend with at least one device was
+ * chosen), else 0. Never fails; the first call runs plugin discovery.
+ * torch.accelerator.is_available(). */
+ACCEL_API int accel_is_available(void);
+
+/* Name of the current accelerator's backend ("cuda", "hip", "level_zero",
+ * "opencl", "sim", ...), or NULL when none. Chosen once per process: the
+ * backend named by ACCEL_BACKEND, else the available backend with the highest
+ * priority (ties by name). Static storage until process exit.
+ * torch.accelerator.current_accelerator(). */
+ACCEL_API const char* accel_current_accelerator(void);
+
+/* Human-readable sentence on why the current accelerator is what it is (or
+ * why there is none), e.g. "ACCEL_BACKEND=cuda but backend 'cuda' was not
+ * found". Never NULL, static storage until process exit. */
+ACCEL_API const char* accel_selection_reason(void);
+
+/* Number of devices of the current accelerator; 0 when none. Never fails and
+ * never creates a vendor context, so it is safe to call before fork().
+ * torch.accelerator.device_count(). */
+ACCEL_API int32_t accel_device_count(void);
+
+/* The calling thread's current device index, in [0, count); it starts at 0
+ * on every thread. Returns -1 when no accelerator is available. For backends
+ * with a native notion of current device (CUDA, HIP) the vendor's current
+ * device is returned, so code mixing accel and the vendor API agrees.
+ * torch.accelerator.current_device_index(). */
+ACCEL_API int32_t accel_current_device_index(void);
+
+/* Makes `device` the calling thread's current device.
+ * A negative `device` is a no-op returning ACCEL_SUCCESS (torch's None).
+ * Returns ACCEL_ERROR_NO_ACCELERATOR when none is available,
+ * ACCEL_ERROR_INVALID_DEVICE when device >= count (nothing changes),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE from the vendor.
+ * torch.accelerator.set_device_index(). */
+ACCEL_API accel_status_t accel_set_device_index(int32_t device);
+
+/* Makes `device` current and stores the index that was current before the
+ * call in *previous (the C side of torch's device_index guard,
+ * c10::DeviceGuardImplInterface::exchangeDevice). A negative `device` stores
+ * the current index and changes nothing. `previous` must not be NULL.
+ * Statuses as accel_set_device_index, plus ACCEL_ERROR_INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_exchange_device(int32_t device, int32_t* previous);
+
+/* As accel_exchange_device, but does not initialise a vendor context on the
+ * target device that does not exist yet (CUDA: switches only if the target's
+ * primary context is active, else records the index for later), and does
+ * nothing when `device` is already current. *previous receives the index
+ * current BEFORE the call (the c10 header says so; its CUDA implementation
+ * returns the new one, a bug not copied here). */
+ACCEL_API accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous);
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A stream: an in-order queue of work on one device of one backend. Default
+ * streams are owned by the library (accel_stream_destroy refuses them). */
+typedef struct accel_stream_s* accel_stream_t;
+
+/* An event: a marker recorded on a stream, used for ordering and timing. */
+typedef struct accel_event_s* accel_event_t;
+
+/* The calling thread's current stream on `device` (negative: the current
+ * device). Starts as the device's default stream, a valid handle.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. torch.accelerator.current_stream(). */
+ACCEL_API accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream);
+
+/* Makes `stream` the calling thread's current stream on its device, and
+ * first makes that device the current device (as torch.accelerator.set_stream).
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL or destroyed stream),
+ * ACCEL_ERROR_DEVICE_MISMATCH (stream of a backend other than the current
+ * accelerator), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
+ACCEL_API accel_status_t accel_set_stream(accel_stream_t stream);
+
+/* Waits until all work queued on every stream of `device` (negative: the
+ * current device) has completed. If the backend has never been initialised in
+ * this process it returns ACCEL_SUCCESS at once without initialising it (as
+ * torch does). Statuses: ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * torch.accelerator.synchronize(). */
+ACCEL_API accel_status_t accel_synchronize(int32_t device);
+
+/* Range of stream priorities on `device` (negative: current). CUDA's rule:
+ * 0 is the default, lower numbers are higher priority, so *greatest <= 0 <=
+ * *least. A backend without priorities reports 0 and 0. Either output may be
+ * NULL. Statuses: ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * cuCtxGetStreamPriorityRange. */
+ACCEL_API accel_status_t accel_stream_priority_range(int32_t device, int32_t* least,
+                                                      int32_t* greatest);
+
+/* Creates a stream on `device` (negative: current) with `priority` (0 is the
+ * default; a value outside accel_stream_priority_range is clamped into it,
+ * as CUDA does, and the clamp is logged at debug level).
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * cuStreamCreateWithPriority. */
+ACCEL_API accel_status_t accel_stream_create(int32_t device, int32_t priority,
+                                             accel_stream_t* stream);
+
+/* Destroys a stream made by accel_stream_create. Work already queued still
+ * completes. The handle is invalid afterwards; a destroyed handle is detected
+ * (ACCEL_ERROR_INVALID_ARGUMENT) as long as its memory has not been reused by
+ * a newer stream. A stream must not be destroyed while it is some thread's
+ * current stream. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, destroyed, or
+ * a default stream), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
+ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t stream);
+
+/* ACCEL_SUCCESS if all work queued on the stream has completed,
+ * ACCEL_ERROR_NOT_READY if not; else ACCEL_ERROR_INVALID_ARGUMENT,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Never blocks.
+ * cuStreamQuery. */
+ACCEL_API accel_status_t accel_stream_query(accel_stream_t stream);
+
+/* Blocks until all work queued on the stream has completed. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuStreamSynchronize. */
+ACCEL_API accel_status_t accel_stream_synchronize(accel_stream_t stream);
+
+/* Makes all future work queued on `stream` wait until `event` completes (the
+ * event's last record at the time of this call). Does not block the host. A
+ * never-recorded event is complete, so this is then a no-op. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_DEVICE_MISMATCH (event of another
+ * backend or device; the message names both), ACCEL_ERROR_NOT_SUPPORTED,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuStreamWaitEvent. */
+ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t event);
+
+/* Stores the device index of the stream in *device. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device);
+
+/* Stores the (clamped) priority the stream was created with in *priority
+ * (0 for default streams). Statuses: ACCEL_ERROR_INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* priority);
+
+/* A host function run on a stream, in stream order, on a thread owned by the
+ * backend. It must not call accel functions that wait on the same stream.
+ * cuLaunchHostFunc's CUhostFn. */
+typedef void (*accel_host_fn)(void* user_data);
+
+/* Queues fn(user_data) on `stream`: it runs after all earlier work on the
+ * stream and before any later work starts. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (NULL stream or fn), ACCEL_ERROR_NOT_SUPPORTED,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuLaunchHostFunc. */
+ACCEL_API accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn fn,
+                                                void* user_data);
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Event creation flags (bit mask). */
+#define ACCEL_EVENT_DEFAULT 0u
+/* Record timestamps so accel_event_elapsed_time works (torch's
+ * enable_timing=True). Without it recording may be cheaper. */
+#define ACCEL_EVENT_ENABLE_TIMING 1u
+
+/* Creates an event on `device` (negative: current) with `flags`
+ * (ACCEL_EVENT_*). Statuses: ACCEL_ERROR_INVALID_ARGUMENT (event NULL or
+ * unknown flag bits), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_NOT_SUPPORTED (timing asked of a backend without timing
+ * events), ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuEventCreate. */
+ACCEL_API accel_status_t accel_event_create(int32_t device, uint32_t flags,
+                                            accel_event_t* event);
+
+/* Destroys an event. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL or
+ * destroyed), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
+ACCEL_API accel_status_t accel_event_destroy(accel_event_t event);
+
+/* Records the event on `stream` (NULL: the current stream of the event's
+ * device): it completes when all work queued before it has. Re-recording
+ * replaces the earlier record. Statuses: ACCEL_ERROR_INVALID_ARGUMENT,
+ * ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or backend; the
+ * message names both), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * cuEventRecord. */
+ACCEL_API accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream);
+
+/* ACCEL_SUCCESS if the event's last record has completed or the event was
+ * never recorded, ACCEL_ERROR_NOT_READY if not. Never blocks. Other statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuEventQuery. */
+ACCEL_API accel_status_t accel_event_query(accel_event_t event);
+
+/* Blocks until the event's last record completes; returns at once for a
+ * never-recorded event. Statuses: ACCEL_ERROR_INVALID_ARGUMENT,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuEventSynchronize. */
+ACCEL_API accel_status_t accel_event_synchronize(accel_event_t event);
+
+/* Stores in *ms the time in milliseconds between the completion of `start`
+ * and of `end` (may be negative if end completed first; resolution is the
+ * backend's, typically 0.5 us or better). Both events must be of one backend
+ * and device, created with ACCEL_EVENT_ENABLE_TIMING, recorded and completed.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL argument or destroyed event),
+ * ACCEL_ERROR_EVENT_NO_TIMING, ACCEL_ERROR_EVENT_NOT_RECORDED,
+ * ACCEL_ERROR_NOT_READY (a record has not completed),
+ * ACCEL_ERROR_DEVICE_MISMATCH, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuEventElapsedTime /
+ * torch.Event.elapsed_time. */
+ACCEL_API accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end,
+                                                  float* ms);
+
+/* Stores the device index of the event in *device. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_event_device(accel_event_t event, int32_t* device);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Allocates `bytes` (> 0) bytes of device memory on `device` (negative:
+ * current) and stores the device pointer in *ptr. Counted in the device's
+ * allocation statistics. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL or
+ * bytes 0), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuMemAlloc. */
+ACCEL_API accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr);
+
+/* Frees memory from accel_malloc (any thread; the device is found from the
+ * pointer). NULL is a no-op returning ACCEL_SUCCESS. The caller must make sure
+ * no queued work still uses it (synchronize first). Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (not a live pointer from accel_malloc),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuMemFree. */
+ACCEL_API accel_status_t accel_free(void* ptr);
+
+/* Direction of a copy. */
+typedef enum accel_memcpy_kind {
+  ACCEL_MEMCPY_HOST_TO_DEVICE = 0,
+  ACCEL_MEMCPY_DEVICE_TO_HOST = 1,
+  ACCEL_MEMCPY_DEVICE_TO_DEVICE = 2
+} accel_memcpy_kind_t;
+
+/* Queues a copy of `bytes` bytes from `src` to `dst` on `stream` (NULL: the
+ * current stream of the current device). Device pointers must lie, with all
+ * `bytes`, inside live allocations of the stream's device; host memory must
+ * stay valid and unchanged until the copy completes. bytes == 0 is a no-op.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL pointer, bad kind, range
+ * outside an allocation), ACCEL_ERROR_DEVICE_MISMATCH (device pointer of
+ * another device), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_NOT_SUPPORTED,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuMemcpyAsync. */
+ACCEL_API accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
+                                            accel_memcpy_kind_t kind, accel_stream_t stream);
+
+/* Queues setting `bytes` bytes at device pointer `dst` to (unsigned char)value
+ * on `stream` (NULL: the current stream). Statuses as accel_memcpy_async.
+ * cuMemsetD8Async. */
+ACCEL_API accel_status_t accel_memset_async(void* dst, int value, size_t bytes,
+                                            accel_stream_t stream);
+
+/* Free and total memory of `device` (negative: current) in bytes, as the
+ * backend reports it (free may be an estimate where the vendor has no free
+ * memory query). Either output may be NULL. Statuses:
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * cuMemGetInfo / torch.cuda.mem_get_info. */
+ACCEL_API accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes,
+                                            size_t* total_bytes);
+
+/* Allocation statistics of one device, counted by accel over accel_malloc /
+ * accel_free (torch.accelerator.memory_allocated and friends). */
+typedef struct accel_memory_stats {
+  size_t struct_size;              /* set by the caller: sizeof(accel_memory_stats_t) */
+  uint64_t allocated_bytes;        /* bytes currently allocated */
+  uint64_t peak_allocated_bytes;   /* maximum of allocated_bytes since start or reset */
+  uint64_t allocation_count;       /* live allocations */
+  uint64_t total_allocations;      /* accel_malloc successes since start */
+} accel_memory_stats_t;
+
+/* Fills *stats for `device` (negative: current). Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (stats NULL or struct_size too small for
+ * struct_size itself), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE. Does not initialise the backend. */
+ACCEL_API accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats);
+
+/* Sets the peak of `device` (negative: current) to the bytes allocated now.
+ * Statuses: ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE.
+ * torch.accelerator.reset_peak_memory_stats. */
+ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
+
+/* ------------------------------------------------------------------------ */
+/* Device properties                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct accel_device_properties {
+  size_t struct_size;        /* set by the caller: sizeof(accel_device_properties_t) */
+  char name[256];            /* "NVIDIA H200", NUL-terminated */
+  char vendor[128];          /* "NVIDIA", "AMD", "Intel", "The pocl project", ... */
+  uint64_t total_memory;     /* bytes */
+  uint8_t uuid[16];          /* all zero when has_uuid is 0 */
+  int32_t has_uuid;          /* 1 when uuid is known */
+  char pci_bus_id[32];       /* "0000:65:00.0" (domain:bus:device.function); "" when unknown */
+  char architecture[64];     /* "sm_90", "gfx90a", IP version, OpenCL version, ... */
+  int32_t compute_units;     /* SMs, CUs, EUs, OpenCL compute units; 0 when unknown */
+  int32_t device_index;      /* the index these properties describe */
+} accel_device_properties_t;
+
+/* Fills *props for `device` (negative: current). Initialises the backend
+ * (as torch.cuda.get_device_properties does). Statuses: ACCEL_ERROR_INVALID_ARGUMENT
+ * (props NULL or struct_size < sizeof(size_t)), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * torch.cuda.get_device_properties / cuDeviceGetAttribute. */
+ACCEL_API accel_status_t accel_get_device_properties(int32_t device,
+                                                     accel_device_properties_t* props);
+
+/* ------------------------------------------------------------------------ */
+/* Backend introspection (diagnostics: what accelctl shows)                   */
+/* ------------------------------------------------------------------------ */
+
+/* What became of one plugin candidate or search-path entry. */
+typedef enum accel_backend_status {
+  ACCEL_BACKEND_AVAILABLE = 0,   /* loaded, at least one device */
+  ACCEL_BACKEND_NO_DEVICES = 1,  /* loaded, vendor runtime present, no device */
+  ACCEL_BACKEND_UNAVAILABLE = 2, /* loaded, vendor library or driver missing */
+  ACCEL_BACKEND_REJECTED = 3,    /* not a valid plugin, or refused by policy */
+  ACCEL_BACKEND_DUPLICATE = 4    /* same file or same backend name as an earlier one */
+} accel_backend_status_t;
+
+/* "available", "no_devices", "unavailable", "rejected", "duplicate"; "unknown"
+ * otherwise. Static storage. */
+ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
+
+/* Plugin capability bits, as declared by the plugin (accel_plugin.h). */
+#define ACCEL_CAP_NATIVE_CURRENT_DEVICE (1u << 0)
+#define ACCEL_CAP_FORK_SAFE (1u << 1)
+#define ACCEL_CAP_TIMING_EVENTS (1u << 2)
+#define ACCEL_CAP_HOST_FUNCTIONS (1u << 3)
+#define ACCEL_CAP_STREAM_PRIORITIES (1u << 4)
+
+typedef struct accel_backend_info {
+  size_t struct_size;            /* set by the caller: sizeof(accel_backend_info_t) */
+  const char* name;              /* backend name; "" when the candidate never said */
+  const char* path;              /* file (resolved through symlinks) or path entry */
+  accel_backend_status_t status;
+  const char* reason;            /* why that status; "" for plain success */
+  uint32_t abi_major;            /* plugin's ABI version; 0.0 when unknown */
+  uint32_t abi_minor;
+  int32_t priority;              /* higher is preferred */
+  int32_t device_count;          /* 0 unless loaded */
+  uint32_t capabilities;         /* ACCEL_CAP_* */
+  int32_t is_current;            /* 1 for the current accelerator */
+} accel_backend_info_t;
+
+/* Number of entries recorded by discovery: every plugin candidate found and
+ * every search-path entry that was refused, in discovery order. Never fails. */
+ACCEL_API size_t accel_backend_count(void);
+
+/* Fills *info for entry `index`. Strings are owned by the library and valid
+ * until process exit. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (info NULL or
+ * struct_size too small), ACCEL_ERROR_OUT_OF_RANGE (index >= count). */
+ACCEL_API accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ACCEL_ACCEL_H */

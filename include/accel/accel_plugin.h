@@ -1,0 +1,218 @@
+/*
+ * accel_plugin.h - the backend ABI, version 1.
+ *
+ * The one header a backend author needs. A backend is a shared object that
+ * exports exactly one symbol, ACCEL_PLUGIN_ENTRY (accel_plugin_get_api). The
+ * core dlopen()s every candidate with RTLD_NOW | RTLD_LOCAL, calls the entry
+ * with its ABI version and a table of host services, and gets back a const
+ * vtable (accel_plugin_api_t). Plugins are never unloaded.
+ *
+ * Rules for plugins:
+ *  - Never throw across the ABI, never call exit(), never print: log through
+ *    host->log so ACCEL_LOG_LEVEL controls everything.
+ *  - Report failures by returning an accel_status_t and, for detail, calling
+ *    host->set_error (thread-local; the core prefixes the backend name).
+ *  - Do not initialise a vendor context in the entry, in init or in
+ *    device_count: discovery must stay cheap and fork-safe. Do it in
+ *    lazy_init, which the core calls once before any other operation.
+ *  - Device indices passed in are already validated by the core against the
+ *    count device_count returned; handles passed in were made by this plugin
+ *    and not yet destroyed (the core tracks handle liveness).
+ *  - Every operation may be called from any thread concurrently unless its
+ *    comment says otherwise.
+ *
+ * Versioning (PJRT style): struct_size comes first; members are only appended.
+ * The core refuses a plugin whose abi_major differs from its own, reads no
+ * member past struct_size, and treats a NULL optional member as "not
+ * supported". Members marked REQUIRED must be non-NULL or the plugin is
+ * rejected.
+ */
+#ifndef ACCEL_ACCEL_PLUGIN_H
+#define ACCEL_ACCEL_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACCEL_PLUGIN_ABI_MAJOR 1u
+#define ACCEL_PLUGIN_ABI_MINOR 0u
+
+/* The entry symbol's name, as an identifier and as a string for dlsym. */
+#define ACCEL_PLUGIN_ENTRY accel_plugin_get_api
+#define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_get_api"
+
+/* Marks the entry as exported even when built with -fvisibility=hidden. */
+#if defined(__GNUC__)
+#define ACCEL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define ACCEL_PLUGIN_EXPORT
+#endif
+
+/* Log levels of host->log, spdlog's order. */
+typedef enum accel_log_level {
+  ACCEL_LOG_TRACE = 0,
+  ACCEL_LOG_DEBUG = 1,
+  ACCEL_LOG_INFO = 2,
+  ACCEL_LOG_WARN = 3,
+  ACCEL_LOG_ERROR = 4,
+  ACCEL_LOG_CRITICAL = 5,
+  ACCEL_LOG_OFF = 6
+} accel_log_level_t;
+
+/* Services the core offers a plugin. Owned by the core, valid until process
+ * exit; every function is thread-safe. Pass `host` itself back as the first
+ * argument so the core knows which plugin speaks. */
+typedef struct accel_host_services accel_host_services_t;
+struct accel_host_services {
+  size_t struct_size;   /* sizeof(accel_host_services_t) of the core */
+  uint32_t abi_major;   /* the core's ACCEL_PLUGIN_ABI_MAJOR */
+  uint32_t abi_minor;   /* the core's ACCEL_PLUGIN_ABI_MINOR */
+  void* host_data;      /* the core's; plugins must not touch it */
+  /* Logs `message` (NUL-terminated, no trailing newline needed) at `level`
+   * through the core's spdlog logger "accel", tagged with the backend name. */
+  void (*log)(const accel_host_services_t* host, accel_log_level_t level, const char* message);
+  /* 1 if `level` would be logged: lets a plugin skip formatting. */
+  int (*log_enabled)(const accel_host_services_t* host, accel_log_level_t level);
+  /* Sets the calling thread's last-error detail for the failure the plugin is
+   * about to return (`status`); name the vendor call and its code/text. */
+  void (*set_error)(const accel_host_services_t* host, accel_status_t status,
+                    const char* message);
+  /* secure_getenv: NULL in setuid/setgid processes. Plugins read their
+   * configuration variables through it. */
+  const char* (*get_env)(const accel_host_services_t* host, const char* name);
+};
+
+/* Capability bits (same values as ACCEL_CAP_* in accel.h). */
+#define ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE ACCEL_CAP_NATIVE_CURRENT_DEVICE
+#define ACCEL_PLUGIN_CAP_FORK_SAFE ACCEL_CAP_FORK_SAFE
+#define ACCEL_PLUGIN_CAP_TIMING_EVENTS ACCEL_CAP_TIMING_EVENTS
+#define ACCEL_PLUGIN_CAP_HOST_FUNCTIONS ACCEL_CAP_HOST_FUNCTIONS
+#define ACCEL_PLUGIN_CAP_STREAM_PRIORITIES ACCEL_CAP_STREAM_PRIORITIES
+
+/* Opaque plugin-owned objects. */
+typedef void* accel_plugin_stream_t;
+typedef void* accel_plugin_event_t;
+
+/* Flags of set_device. */
+#define ACCEL_PLUGIN_SET_DEVICE_MAYBE 1u /* don't create a context that doesn't exist */
+
+/* The vtable. Statuses listed per member are those the core expects; any
+ * other failure is passed through to the caller as it is. */
+typedef struct accel_plugin_api {
+  size_t struct_size;   /* REQUIRED: sizeof(accel_plugin_api_t) the plugin was built with */
+  uint32_t abi_major;   /* ACCEL_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;   /* ACCEL_PLUGIN_ABI_MINOR the plugin was built with */
+  const char* name;     /* REQUIRED: backend name, [a-z0-9_]+, unique; static storage */
+  int32_t priority;     /* choice order: cuda 400, hip 300, level_zero 200, opencl 100;
+                           third parties below 100 */
+  uint32_t capabilities; /* ACCEL_PLUGIN_CAP_* */
+
+  /* --- lifecycle (called by the core under its discovery lock) -------- */
+
+  /* Optional. Cheap per-process setup at discovery: load the vendor library,
+   * resolve symbols. Must not create a vendor context. Return
+   * ACCEL_ERROR_BACKEND_UNAVAILABLE (with set_error naming the library or
+   * driver) when the vendor stack is missing: the backend is then listed as
+   * `unavailable`. Any other failure lists it as `rejected`. */
+  accel_status_t (*init)(void);
+
+  /* REQUIRED. Number of devices, without creating a vendor context where the
+   * vendor allows (NVML, sysfs, ...). 0 with ACCEL_SUCCESS is "no devices";
+   * explain why through set_error (the core shows it as the reason).
+   * Called once at discovery; the core caches the result. */
+  accel_status_t (*device_count)(int32_t* count);
+
+  /* Optional. Initialise the vendor runtime (cuInit, zeInit, ...). Called
+   * once (serialised by the core), before the first operation below. After
+   * it the backend counts as initialised for fork handling. A failure is
+   * remembered and returned by every later operation. */
+  accel_status_t (*lazy_init)(void);
+
+  /* --- devices ----------------------------------------------------------- */
+
+  /* REQUIRED. Fill *props (struct_size set by the core to the full
+   * accel_device_properties_t; the core pre-zeroes it). */
+  accel_status_t (*get_device_properties)(int32_t device, accel_device_properties_t* props);
+
+  /* Required with ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE, ignored without:
+   * the vendor's per-thread current device (cuCtxGetDevice, hipGetDevice). */
+  accel_status_t (*get_current_device)(int32_t* device);
+  /* Required with ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE: make `device`
+   * current on the calling thread (flags: ACCEL_PLUGIN_SET_DEVICE_*). */
+  accel_status_t (*set_current_device)(int32_t device, uint32_t flags);
+
+  /* REQUIRED. Wait for all work on every stream of the device. */
+  accel_status_t (*device_synchronize)(int32_t device);
+
+  /* --- streams ----------------------------------------------------------- */
+
+  /* Optional (NULL: only priority 0 exists). *least >= 0 >= *greatest. */
+  accel_status_t (*stream_priority_range)(int32_t device, int32_t* least, int32_t* greatest);
+  /* REQUIRED. `priority` is already clamped into the range. */
+  accel_status_t (*stream_create)(int32_t device, int32_t priority, accel_plugin_stream_t* stream);
+  /* REQUIRED. Queued work still completes. Never called on a default stream. */
+  accel_status_t (*stream_destroy)(accel_plugin_stream_t stream);
+  /* REQUIRED. The device's default stream, owned by the plugin, the same
+   * handle on every call, never destroyed by the core. */
+  accel_status_t (*default_stream)(int32_t device, accel_plugin_stream_t* stream);
+  /* REQUIRED. ACCEL_SUCCESS when idle, ACCEL_ERROR_NOT_READY when busy. */
+  accel_status_t (*stream_query)(accel_plugin_stream_t stream);
+  /* REQUIRED. */
+  accel_status_t (*stream_synchronize)(accel_plugin_stream_t stream);
+  /* Optional. Future work on `stream` waits for the event's current record.
+   * Both are of the same device (checked by the core). */
+  accel_status_t (*stream_wait_event)(accel_plugin_stream_t stream, accel_plugin_event_t event);
+  /* Optional. Run fn(user_data) in stream order on a plugin thread. */
+  accel_status_t (*launch_host_func)(accel_plugin_stream_t stream, accel_host_fn fn,
+                                     void* user_data);
+
+  /* --- events (optional as a group: all or none) ------------------------ */
+
+  /* flags: ACCEL_EVENT_*. The core tracks "never recorded" itself. */
+  accel_status_t (*event_create)(int32_t device, uint32_t flags, accel_plugin_event_t* event);
+  accel_status_t (*event_destroy)(accel_plugin_event_t event);
+  /* Stream and event are of the same device (checked by the core). */
+  accel_status_t (*event_record)(accel_plugin_event_t event, accel_plugin_stream_t stream);
+  /* ACCEL_SUCCESS complete, ACCEL_ERROR_NOT_READY pending. */
+  accel_status_t (*event_query)(accel_plugin_event_t event);
+  accel_status_t (*event_synchronize)(accel_plugin_event_t event);
+  /* Both recorded, completed and timing-enabled (checked by the core). */
+  accel_status_t (*event_elapsed_time)(accel_plugin_event_t start, accel_plugin_event_t end,
+                                       float* ms);
+
+  /* --- memory (optional as a group) -------------------------------------- */
+
+  /* bytes > 0. ACCEL_ERROR_OUT_OF_MEMORY when exhausted. */
+  accel_status_t (*mem_alloc)(int32_t device, size_t bytes, void** ptr);
+  /* ptr is a live allocation of `device` made by mem_alloc. */
+  accel_status_t (*mem_free)(int32_t device, void* ptr);
+  /* bytes > 0; the core has checked pointers it knows against its
+   * allocation table; plugins should still validate what they can. */
+  accel_status_t (*memcpy_async)(void* dst, const void* src, size_t bytes,
+                                 accel_memcpy_kind_t kind, accel_plugin_stream_t stream);
+  accel_status_t (*memset_async)(void* dst, int value, size_t bytes,
+                                 accel_plugin_stream_t stream);
+  accel_status_t (*mem_get_info)(int32_t device, size_t* free_bytes, size_t* total_bytes);
+} accel_plugin_api_t;
+
+/* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info). */
+#define ACCEL_PLUGIN_API_V1_SIZE \
+  (offsetof(accel_plugin_api_t, mem_get_info) + sizeof(void*))
+
+/* The entry point. Called once per process by the core, under its discovery
+ * lock, with the core's ABI version. Return NULL to decline (e.g. the core's
+ * major is one the plugin cannot serve); log the reason through host->log
+ * first. The returned table must stay valid until process exit. */
+typedef const accel_plugin_api_t* (*accel_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor,
+                                                           const accel_host_services_t* host);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ACCEL_ACCEL_PLUGIN_H */
