@@ -84,32 +84,36 @@ int32_t accel_current_device_index(void) {
 }
 
 accel_status_t accel_set_device_index(int32_t device) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     if (device < 0) return ACCEL_SUCCESS;  // torch's None
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     return set_current_device(*b, target, 0);
   });
 }
 
 accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
-  return guarded(__func__, [&] { return exchange(__func__, device, previous, 0); });
+  const char* const fn = __func__;
+  return guarded(fn, [&] { return exchange(fn, device, previous, 0); });
 }
 
 accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
-  return guarded(__func__, [&] {
-    return exchange(__func__, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    return exchange(fn, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
   });
 }
 
 accel_status_t accel_synchronize(int32_t device) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     // torch: synchronizing a backend that was never initialised is a no-op
     // and must not initialise it.
     if (!initialised(*b) && !b->forked.load(std::memory_order_relaxed)) return ACCEL_SUCCESS;
@@ -119,17 +123,18 @@ accel_status_t accel_synchronize(int32_t device) {
 }
 
 accel_status_t accel_get_device_properties(int32_t device, accel_device_properties_t* props) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (props == nullptr || props->struct_size < sizeof(size_t)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: props is NULL or its struct_size is not set (set it to "
                    "sizeof(accel_device_properties_t))",
-                   __func__);
+                   fn);
     }
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     // The plugin fills a full, zeroed struct of this build; the caller gets
     // as many bytes as its struct_size asks for.

@@ -33,25 +33,26 @@ accel_status_t check_event(const char* fn, accel_event_t e, const char* what = "
 extern "C" {
 
 accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t* event) {
-  return guarded(__func__, [&] {
-    if (event == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is NULL", __func__);
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (event == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is NULL", fn);
     if ((flags & ~ACCEL_EVENT_ENABLE_TIMING) != 0) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown flag bits 0x{:x}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown flag bits 0x{:x}", fn,
                    flags & ~ACCEL_EVENT_ENABLE_TIMING);
     }
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     if (b->api.event_create == nullptr) {
-      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support events", __func__,
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support events", fn,
                    b->name);
     }
     if ((flags & ACCEL_EVENT_ENABLE_TIMING) != 0 &&
         (b->capabilities & ACCEL_PLUGIN_CAP_TIMING_EVENTS) == 0) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support timing events",
-                   __func__, b->name);
+                   fn, b->name);
     }
     accel_plugin_event_t native = nullptr;
     auto st = call_plugin(*b, "event_create",
@@ -70,11 +71,12 @@ accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t*
 }
 
 accel_status_t accel_event_destroy(accel_event_t event) {
-  return guarded(__func__, [&] {
-    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     uint32_t expected = kEventMagic;
     if (!event->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event was already destroyed", __func__);
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event was already destroyed", fn);
     }
     Backend& b = *event->backend;
     auto st = call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(event->native); });
@@ -84,19 +86,20 @@ accel_status_t accel_event_destroy(accel_event_t event) {
 }
 
 accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     Backend& b = *event->backend;
     if (stream == nullptr) {
       if (auto st = current_stream(b, event->device, stream); st != ACCEL_SUCCESS) return st;
     } else if (!live(stream)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)",
-                   __func__);
+                   fn);
     }
     if (stream->backend != &b || stream->device != event->device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the event belongs to {} device {} but the stream to {} device {}",
-                   __func__, b.name, event->device, stream->backend->name, stream->device);
+                   fn, b.name, event->device, stream->backend->name, stream->device);
     }
     auto st = call_plugin(b, "event_record",
                           [&] { return b.api.event_record(event->native, stream->native); });
@@ -106,8 +109,9 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
 }
 
 accel_status_t accel_event_query(accel_event_t event) {
-  return guarded(__func__, [&] {
-    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
     Backend& b = *event->backend;
     return call_plugin(b, "event_query", [&] { return b.api.event_query(event->native); });
@@ -115,8 +119,9 @@ accel_status_t accel_event_query(accel_event_t event) {
 }
 
 accel_status_t accel_event_synchronize(accel_event_t event) {
-  return guarded(__func__, [&] {
-    if (auto st = check_event(__func__, event); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
     Backend& b = *event->backend;
     return call_plugin(b, "event_synchronize",
@@ -125,26 +130,27 @@ accel_status_t accel_event_synchronize(accel_event_t event) {
 }
 
 accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, float* ms) {
-  return guarded(__func__, [&] {
-    if (ms == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ms is NULL", __func__);
-    if (auto st = check_event(__func__, start, "start event"); st != ACCEL_SUCCESS) return st;
-    if (auto st = check_event(__func__, end, "end event"); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (ms == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ms is NULL", fn);
+    if (auto st = check_event(fn, start, "start event"); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_event(fn, end, "end event"); st != ACCEL_SUCCESS) return st;
     if (start->backend != end->backend || start->device != end->device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the start event belongs to {} device {} but the end event to {} device {}",
-                   __func__, start->backend->name, start->device, end->backend->name, end->device);
+                   fn, start->backend->name, start->device, end->backend->name, end->device);
     }
     for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
       if ((e->flags & ACCEL_EVENT_ENABLE_TIMING) == 0) {
         return failf(ACCEL_ERROR_EVENT_NO_TIMING,
-                     "{}: the {} event was created without ACCEL_EVENT_ENABLE_TIMING", __func__,
+                     "{}: the {} event was created without ACCEL_EVENT_ENABLE_TIMING", fn,
                      which);
       }
     }
     for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
       if (!e->recorded.load(std::memory_order_acquire)) {
         return failf(ACCEL_ERROR_EVENT_NOT_RECORDED, "{}: the {} event has never been recorded",
-                     __func__, which);
+                     fn, which);
       }
     }
     Backend& b = *start->backend;
@@ -153,7 +159,7 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
       if (st == ACCEL_ERROR_NOT_READY) {
         return failf(ACCEL_ERROR_NOT_READY,
                      "{}: the {} event's record has not completed yet (synchronize it first)",
-                     __func__, which);
+                     fn, which);
       }
       if (st != ACCEL_SUCCESS) return st;
     }
@@ -167,9 +173,10 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
 }
 
 accel_status_t accel_event_device(accel_event_t event, int32_t* device) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (!live(event) || device == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", fn,
                    device == nullptr ? "device is NULL" : "event is NULL or destroyed");
     }
     *device = event->device;

@@ -20,16 +20,17 @@ size_t accel_backend_count(void) {
 }
 
 accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (info == nullptr || info->struct_size < sizeof(size_t)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: info is NULL or its struct_size is not set (set it to "
                    "sizeof(accel_backend_info_t))",
-                   __func__);
+                   fn);
     }
     Runtime& rt = runtime();
     if (index >= rt.entries.size()) {
-      return failf(ACCEL_ERROR_OUT_OF_RANGE, "{}: index {} is past the {} entries", __func__,
+      return failf(ACCEL_ERROR_OUT_OF_RANGE, "{}: index {} is past the {} entries", fn,
                    index, rt.entries.size());
     }
     const Backend& b = *rt.entries[index];

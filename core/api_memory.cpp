@@ -76,21 +76,22 @@ accel_status_t pick_stream(const char* fn, accel_stream_t& stream) {
 extern "C" {
 
 accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
-  return guarded(__func__, [&] {
-    if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", __func__);
-    if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", __func__);
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
+    if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    if (auto st = require_memory_ops(__func__, *b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_memory_ops(fn, *b); st != ACCEL_SUCCESS) return st;
     void* p = nullptr;
     auto st = call_plugin(*b, "mem_alloc", [&] { return b->api.mem_alloc(target, bytes, &p); });
     if (st != ACCEL_SUCCESS) return st;
     if (p == nullptr) {
       return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer",
-                   __func__, b->name);
+                   fn, b->name);
     }
     record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target});
     DeviceState& ds = b->devices[target];
@@ -106,7 +107,8 @@ accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
 }
 
 accel_status_t accel_free(void* ptr) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
     Allocation a;
     if (!take_allocation(ptr, a)) {
@@ -114,10 +116,10 @@ accel_status_t accel_free(void* ptr) {
         return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                      "{}: {} points inside an allocation of {} bytes at {}; pass the pointer "
                      "accel_malloc returned",
-                     __func__, ptr, a.bytes, reinterpret_cast<void*>(a.base));
+                     fn, ptr, a.bytes, reinterpret_cast<void*>(a.base));
       }
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", __func__,
+                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", fn,
                    ptr);
     }
     Backend& b = *a.backend;
@@ -139,27 +141,28 @@ accel_status_t accel_free(void* ptr) {
 
 accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                                   accel_memcpy_kind_t kind, accel_stream_t stream) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (dst == nullptr || src == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn,
                    dst == nullptr ? "dst" : "src");
     }
     if (kind != ACCEL_MEMCPY_HOST_TO_DEVICE && kind != ACCEL_MEMCPY_DEVICE_TO_HOST &&
         kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown copy kind {}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown copy kind {}", fn,
                    static_cast<int>(kind));
     }
-    if (auto st = pick_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+    if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
-    if (auto st = require_memory_ops(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
     bool dst_device = kind != ACCEL_MEMCPY_DEVICE_TO_HOST;
     bool src_device = kind != ACCEL_MEMCPY_HOST_TO_DEVICE;
-    auto st = dst_device ? check_device_range(__func__, "dst", dst, bytes, *stream)
-                         : check_host_pointer(__func__, "dst", dst);
+    auto st = dst_device ? check_device_range(fn, "dst", dst, bytes, *stream)
+                         : check_host_pointer(fn, "dst", dst);
     if (st != ACCEL_SUCCESS) return st;
-    st = src_device ? check_device_range(__func__, "src", src, bytes, *stream)
-                    : check_host_pointer(__func__, "src", src);
+    st = src_device ? check_device_range(fn, "src", src, bytes, *stream)
+                    : check_host_pointer(fn, "src", src);
     if (st != ACCEL_SUCCESS) return st;
     return call_plugin(b, "memcpy_async", [&] {
       return b.api.memcpy_async(dst, src, bytes, kind, stream->native);
@@ -168,13 +171,14 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
 }
 
 accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", __func__);
-    if (auto st = pick_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
+    if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
-    if (auto st = require_memory_ops(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
-    if (auto st = check_device_range(__func__, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
+    if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
     return call_plugin(b, "memset_async", [&] {
       return b.api.memset_async(dst, value, bytes, stream->native);
@@ -183,15 +187,16 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
 }
 
 accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     if (b->api.mem_get_info == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not report memory info",
-                   __func__, b->name);
+                   fn, b->name);
     }
     size_t f = 0, t = 0;
     auto st = call_plugin(*b, "mem_get_info", [&] { return b->api.mem_get_info(target, &f, &t); });
@@ -203,17 +208,18 @@ accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* to
 }
 
 accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (stats == nullptr || stats->struct_size < sizeof(size_t)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: stats is NULL or its struct_size is not set (set it to "
                    "sizeof(accel_memory_stats_t))",
-                   __func__);
+                   fn);
     }
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     const DeviceState& ds = b->devices[target];
     accel_memory_stats_t full{};
     full.allocated_bytes = ds.allocated.load(std::memory_order_relaxed);
@@ -228,11 +234,12 @@ accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
 }
 
 accel_status_t accel_reset_peak_memory_stats(int32_t device) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     DeviceState& ds = b->devices[target];
     ds.peak.store(ds.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
     return ACCEL_SUCCESS;

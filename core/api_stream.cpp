@@ -43,26 +43,28 @@ accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_
 extern "C" {
 
 accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
-  return guarded(__func__, [&] {
-    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", __func__);
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     return current_stream(*b, target, *stream);
   });
 }
 
 accel_status_t accel_set_stream(accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     if (stream->backend != b) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the stream belongs to backend '{}' but the current accelerator is '{}'",
-                   __func__, stream->backend->name, b->name);
+                   fn, stream->backend->name, b->name);
     }
     // torch.accelerator.set_stream: the stream's device becomes current too.
     if (current_device(*b) != stream->device) {
@@ -77,11 +79,12 @@ accel_status_t accel_set_stream(accel_stream_t stream) {
 }
 
 accel_status_t accel_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     int32_t lo = 0, hi = 0;
     if (auto st = priority_range(*b, target, lo, hi); st != ACCEL_SUCCESS) return st;
@@ -92,19 +95,20 @@ accel_status_t accel_stream_priority_range(int32_t device, int32_t* least, int32
 }
 
 accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_stream_t* stream) {
-  return guarded(__func__, [&] {
-    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", __func__);
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(__func__, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(__func__, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     int32_t least = 0, greatest = 0;
     if (auto st = priority_range(*b, target, least, greatest); st != ACCEL_SUCCESS) return st;
     // CUDA clamps an out-of-range priority rather than failing; so do we.
     int32_t clamped = std::clamp(priority, greatest, least);
     if (clamped != priority) {
-      log().debug("{}: priority {} clamped to {} (range [{}, {}] on {} device {})", __func__,
+      log().debug("{}: priority {} clamped to {} (range [{}, {}] on {} device {})", fn,
                   priority, clamped, greatest, least, b->name, target);
     }
     accel_plugin_stream_t native = nullptr;
@@ -124,18 +128,19 @@ accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_strea
 }
 
 accel_status_t accel_stream_destroy(accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     if (stream->is_default) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: the default stream of {} device {} is owned by accel and cannot be "
                    "destroyed",
-                   __func__, stream->backend->name, stream->device);
+                   fn, stream->backend->name, stream->device);
     }
     // Exactly one of two racing destroys wins the handle.
     uint32_t expected = kStreamMagic;
     if (!stream->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream was already destroyed", __func__);
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream was already destroyed", fn);
     }
     Backend& b = *stream->backend;
     auto st = call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
@@ -145,16 +150,18 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
 }
 
 accel_status_t accel_stream_query(accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     return call_plugin(b, "stream_query", [&] { return b.api.stream_query(stream->native); });
   });
 }
 
 accel_status_t accel_stream_synchronize(accel_stream_t stream) {
-  return guarded(__func__, [&] {
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     return call_plugin(b, "stream_synchronize",
                        [&] { return b.api.stream_synchronize(stream->native); });
@@ -162,22 +169,23 @@ accel_status_t accel_stream_synchronize(accel_stream_t stream) {
 }
 
 accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t event) {
-  return guarded(__func__, [&] {
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     if (!live(event)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is {}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is {}", fn,
                    event == nullptr ? "NULL" : "not a live event (destroyed?)");
     }
     if (event->backend != stream->backend || event->device != stream->device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the event belongs to {} device {} but the stream to {} device {}",
-                   __func__, event->backend->name, event->device, stream->backend->name,
+                   fn, event->backend->name, event->device, stream->backend->name,
                    stream->device);
     }
     Backend& b = *stream->backend;
     if (b.api.stream_wait_event == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support stream_wait_event",
-                   __func__, b.name);
+                   fn, b.name);
     }
     // A never-recorded event is complete: nothing to wait for.
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
@@ -187,9 +195,10 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
 }
 
 accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (!live(stream) || device == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", fn,
                    device == nullptr ? "device is NULL" : "stream is NULL or destroyed");
     }
     *device = stream->device;
@@ -198,9 +207,10 @@ accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device) {
 }
 
 accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* priority) {
-  return guarded(__func__, [&] {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
     if (!live(stream) || priority == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", __func__,
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", fn,
                    priority == nullptr ? "priority is NULL" : "stream is NULL or destroyed");
     }
     *priority = stream->priority;
@@ -208,17 +218,19 @@ accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* priority) {
   });
 }
 
-accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn fn, void* user_data) {
-  return guarded(__func__, [&] {
-    if (fn == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: fn is NULL", __func__);
-    if (auto st = check_stream(__func__, stream); st != ACCEL_SUCCESS) return st;
+accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_fn,
+                                      void* user_data) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (host_fn == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: fn is NULL", fn);
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (b.api.launch_host_func == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support host functions",
-                   __func__, b.name);
+                   fn, b.name);
     }
     return call_plugin(b, "launch_host_func",
-                       [&] { return b.api.launch_host_func(stream->native, fn, user_data); });
+                       [&] { return b.api.launch_host_func(stream->native, host_fn, user_data); });
   });
 }
 

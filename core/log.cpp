@@ -16,6 +16,7 @@ spdlog::level::level_enum to_spdlog(accel_log_level_t level) {
     case ACCEL_LOG_ERROR: return spdlog::level::err;
     case ACCEL_LOG_CRITICAL: return spdlog::level::critical;
     case ACCEL_LOG_OFF: return spdlog::level::off;
+    default: break;
   }
   return spdlog::level::warn;
 }

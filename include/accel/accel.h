@@ -83,7 +83,9 @@ typedef enum accel_status {
   /* Index past the end of a list (e.g. accel_get_backend_info). */
   ACCEL_ERROR_OUT_OF_RANGE = 13,
   /* A bug in accel or a plugin broke an internal invariant. */
-  ACCEL_ERROR_INTERNAL = 14
+  ACCEL_ERROR_INTERNAL = 14,
+  /* Fixes the enum's size at 32 bits (Vulkan's rule); never returned. */
+  ACCEL_STATUS_FORCE_INT32 = 0x7fffffff
 } accel_status_t;
 
 /* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid. */
@@ -346,7 +348,8 @@ ACCEL_API accel_status_t accel_free(void* ptr);
 typedef enum accel_memcpy_kind {
   ACCEL_MEMCPY_HOST_TO_DEVICE = 0,
   ACCEL_MEMCPY_DEVICE_TO_HOST = 1,
-  ACCEL_MEMCPY_DEVICE_TO_DEVICE = 2
+  ACCEL_MEMCPY_DEVICE_TO_DEVICE = 2,
+  ACCEL_MEMCPY_FORCE_INT32 = 0x7fffffff /* fixes the size; not a kind */
 } accel_memcpy_kind_t;
 
 /* Queues a copy of `bytes` bytes from `src` to `dst` on `stream` (NULL: the
@@ -377,7 +380,7 @@ ACCEL_API accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes,
 
 /* Allocation statistics of one device, counted by accel over accel_malloc /
  * accel_free (torch.accelerator.memory_allocated and friends). */
-typedef struct accel_memory_stats {
+typedef struct accel_memory_stats_s {
   size_t struct_size;              /* set by the caller: sizeof(accel_memory_stats_t) */
   uint64_t allocated_bytes;        /* bytes currently allocated */
   uint64_t peak_allocated_bytes;   /* maximum of allocated_bytes since start or reset */
@@ -400,7 +403,7 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
 /* Device properties                                                          */
 /* ------------------------------------------------------------------------ */
 
-typedef struct accel_device_properties {
+typedef struct accel_device_properties_s {
   size_t struct_size;        /* set by the caller: sizeof(accel_device_properties_t) */
   char name[256];            /* "NVIDIA H200", NUL-terminated */
   char vendor[128];          /* "NVIDIA", "AMD", "Intel", "The pocl project", ... */
@@ -431,7 +434,8 @@ typedef enum accel_backend_status {
   ACCEL_BACKEND_NO_DEVICES = 1,  /* loaded, vendor runtime present, no device */
   ACCEL_BACKEND_UNAVAILABLE = 2, /* loaded, vendor library or driver missing */
   ACCEL_BACKEND_REJECTED = 3,    /* not a valid plugin, or refused by policy */
-  ACCEL_BACKEND_DUPLICATE = 4    /* same file or same backend name as an earlier one */
+  ACCEL_BACKEND_DUPLICATE = 4,   /* same file or same backend name as an earlier one */
+  ACCEL_BACKEND_STATUS_FORCE_INT32 = 0x7fffffff /* fixes the size; not a status */
 } accel_backend_status_t;
 
 /* "available", "no_devices", "unavailable", "rejected", "duplicate"; "unknown"
@@ -445,7 +449,7 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 #define ACCEL_CAP_HOST_FUNCTIONS (1u << 3)
 #define ACCEL_CAP_STREAM_PRIORITIES (1u << 4)
 
-typedef struct accel_backend_info {
+typedef struct accel_backend_info_s {
   size_t struct_size;            /* set by the caller: sizeof(accel_backend_info_t) */
   const char* name;              /* backend name; "" when the candidate never said */
   const char* path;              /* file (resolved through symlinks) or path entry */

@@ -61,7 +61,8 @@ typedef enum accel_log_level {
   ACCEL_LOG_WARN = 3,
   ACCEL_LOG_ERROR = 4,
   ACCEL_LOG_CRITICAL = 5,
-  ACCEL_LOG_OFF = 6
+  ACCEL_LOG_OFF = 6,
+  ACCEL_LOG_FORCE_INT32 = 0x7fffffff /* fixes the size; not a level */
 } accel_log_level_t;
 
 /* Services the core offers a plugin. Owned by the core, valid until process
@@ -210,6 +211,12 @@ typedef struct accel_plugin_api {
  * first. The returned table must stay valid until process exit. */
 typedef const accel_plugin_api_t* (*accel_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor,
                                                            const accel_host_services_t* host);
+
+/* The prototype every plugin defines, so a wrong signature fails to compile
+ * instead of failing at run time. */
+ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(uint32_t abi_major,
+                                                                 uint32_t abi_minor,
+                                                                 const accel_host_services_t* host);
 
 #ifdef __cplusplus
 } /* extern "C" */

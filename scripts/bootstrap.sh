@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The README's first command: install the Debian packages accel builds
+# against, configure and build it in ./build, then show what accel finds on
+# this machine with accelctl run from the build tree (meson devenv points
+# ACCEL_PLUGIN_PATH at the freshly built plugins; nothing is installed).
+#
+# Usage: bash scripts/bootstrap.sh [extra meson setup options...]
+# Env:   BUILD_DIR (default: build)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+
+packages=(
+  # toolchain and build system
+  g++ clang meson ninja-build pkg-config python3
+  # libraries accel uses
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
+  # OpenCL backend: the ICD loader, headers, and PoCL as a real CPU runtime
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  # tests' tools
+  binutils valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  echo "bootstrap: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ -f "$build_dir/build.ninja" ]]; then
+  meson setup --reconfigure "$build_dir" "$@"
+else
+  meson setup "$build_dir" "$@"
+fi
+meson compile -C "$build_dir"
+
+echo
+echo "== accelctl (from the build tree) =="
+meson devenv -C "$build_dir" accelctl
