@@ -189,6 +189,11 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   int32_t count = 0;
   begin_plugin_call();
   accel_status_t st = b.api.device_count(&count);
+  if (b.native_current_device() != ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
+    b.status = ACCEL_BACKEND_REJECTED;
+    b.reason = "the native-current-device capability changed after the entry returned";
+    return;
+  }
   if (st != ACCEL_SUCCESS) {
     b.status = ACCEL_BACKEND_UNAVAILABLE;
     b.reason = fmt::format("device_count failed ({}): {}", accel_status_name(st),
@@ -200,6 +205,10 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     b.reason = fmt::format("device_count returned a negative count ({})", count);
     return;
   }
+  // Capabilities may depend on what device_count found (e.g. an OpenCL
+  // extension on some device), so they are final only now.
+  b.capabilities = api->capabilities;
+  b.api.capabilities = api->capabilities;
   b.device_count = count;
   b.devices = std::make_unique<DeviceState[]>(static_cast<size_t>(count));
   b.status = count > 0 ? ACCEL_BACKEND_AVAILABLE : ACCEL_BACKEND_NO_DEVICES;

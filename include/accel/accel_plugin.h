@@ -80,7 +80,9 @@ struct accel_host_services {
   /* 1 if `level` would be logged: lets a plugin skip formatting. */
   int (*log_enabled)(const accel_host_services_t* host, accel_log_level_t level);
   /* Sets the calling thread's last-error detail for the failure the plugin is
-   * about to return (`status`); name the vendor call and its code/text. */
+   * about to return (`status`); name the vendor call and its code/text.
+   * Also used with ACCEL_SUCCESS by init/device_count to explain a count of 0
+   * (the core shows that text as the backend's reason). */
   void (*set_error)(const accel_host_services_t* host, accel_status_t status,
                     const char* message);
   /* secure_getenv: NULL in setuid/setgid processes. Plugins read their
@@ -111,7 +113,9 @@ typedef struct accel_plugin_api {
   const char* name;     /* REQUIRED: backend name, [a-z0-9_]+, unique; static storage */
   int32_t priority;     /* choice order: cuda 400, hip 300, level_zero 200, opencl 100;
                            third parties below 100 */
-  uint32_t capabilities; /* ACCEL_PLUGIN_CAP_* */
+  uint32_t capabilities; /* ACCEL_PLUGIN_CAP_*; read again after device_count, so a
+                            plugin may set bits that depend on the devices it found
+                            (all but NATIVE_CURRENT_DEVICE, which is final at entry) */
 
   /* --- lifecycle (called by the core under its discovery lock) -------- */
 

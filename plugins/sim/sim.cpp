@@ -202,13 +202,16 @@ class Stream {
 
   // Queues `task`; blocks while the queue is full (see kMaxQueuedTasks).
   // Returns false if the stream is shutting down.
-  bool enqueue(Task task) {
+  // A `marker` task (an event record) does no work of its own: the stream
+  // counts as idle while it runs, so whoever it wakes (event_synchronize)
+  // then sees the stream idle, as CUDA guarantees.
+  bool enqueue(Task task, bool marker = false) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!is_current_worker()) {
       space_cv_.wait(lock, [&] { return stopping_ || queue_.size() < kMaxQueuedTasks; });
     }
     if (stopping_) return false;
-    queue_.push_back(std::move(task));  // may throw; nothing changed yet
+    queue_.push_back(Queued{std::move(task), marker});  // may throw; nothing changed yet
     ++pending_;
     work_cv_.notify_one();
     return true;
@@ -244,6 +247,18 @@ class Stream {
   }
 
  private:
+  void run_task(Task& task) {
+    try {
+      task();
+    } catch (const std::exception& e) {
+      log_msg(ACCEL_LOG_ERROR, "a task on a stream of device %d threw: %s",
+              static_cast<int>(device_), e.what());
+    } catch (...) {
+      log_msg(ACCEL_LOG_ERROR, "a task on a stream of device %d threw a non-standard exception",
+              static_cast<int>(device_));
+    }
+  }
+
   void run() {
 #if defined(__linux__)
     char name[16];  // Linux limit, NUL included; shows in gdb/top
@@ -254,19 +269,23 @@ class Stream {
     for (;;) {
       work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) break;  // stopping, and everything queued has run
-      Task task = std::move(queue_.front());
+      Task task = std::move(queue_.front().task);
+      bool marker = queue_.front().marker;
       queue_.pop_front();
       space_cv_.notify_one();
-      lock.unlock();
-      try {
-        task();
-      } catch (const std::exception& e) {
-        log_msg(ACCEL_LOG_ERROR, "a task on a stream of device %d threw: %s",
-                static_cast<int>(device_), e.what());
-      } catch (...) {
-        log_msg(ACCEL_LOG_ERROR, "a task on a stream of device %d threw a non-standard exception",
-                static_cast<int>(device_));
+      if (marker) {
+        // Completing a record and leaving the stream idle happen under one
+        // lock, so event_synchronize then stream_query sees an idle stream
+        // and stream_synchronize then event_query sees a completed event
+        // (CUDA's guarantee both ways). A record only takes its event's
+        // lock, and nothing holds an event lock while taking a stream's.
+        run_task(task);
+        task = nullptr;
+        if (--pending_ == 0) idle_cv_.notify_all();
+        continue;
       }
+      lock.unlock();
+      run_task(task);
       // Release the task's captures (event states, ...) outside the lock.
       task = nullptr;
       lock.lock();
@@ -282,7 +301,11 @@ class Stream {
   std::condition_variable work_cv_;   // worker: a task arrived or stop asked
   std::condition_variable idle_cv_;   // synchronize: pending_ reached 0
   std::condition_variable space_cv_;  // producers: room in the queue
-  std::deque<Task> queue_;
+  struct Queued {
+    Task task;
+    bool marker;
+  };
+  std::deque<Queued> queue_;
   size_t pending_ = 0;  // queued + running
   bool stopping_ = false;
   std::thread worker_;  // started after everything above exists
@@ -436,8 +459,8 @@ Stream* as_stream(accel_plugin_stream_t h) { return static_cast<Stream*>(h); }
 Event* as_event(accel_plugin_event_t h) { return static_cast<Event*>(h); }
 
 // Enqueues on a stream, mapping "being destroyed" to a status.
-accel_status_t submit(Stream* s, const char* op, Stream::Task task) {
-  if (!s->enqueue(std::move(task)))
+accel_status_t submit(Stream* s, const char* op, Stream::Task task, bool marker = false) {
+  if (!s->enqueue(std::move(task), marker))
     return fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: the stream is being destroyed", op);
   return ACCEL_SUCCESS;
 }
@@ -841,7 +864,7 @@ accel_status_t sim_event_record(accel_plugin_event_t event, accel_plugin_stream_
         rec->done = true;
       }
       ev->cv.notify_all();
-    });
+    }, /*marker=*/true);
     if (st != ACCEL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->latest = std::move(rec);

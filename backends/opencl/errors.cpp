@@ -1,0 +1,210 @@
+// OpenCL status names, the accel status they map to, and the helpers that
+// report failures and log through the host services.
+#include "ocl.hpp"
+
+#include <cstdio>
+
+namespace accel_ocl {
+
+const accel_host_services_t* g_host = nullptr;
+
+const char* cl_error_name(cl_int err) {
+  switch (err) {
+    // OpenCL 3.0 core (cl.h).
+    case 0: return "CL_SUCCESS";
+    case -1: return "CL_DEVICE_NOT_FOUND";
+    case -2: return "CL_DEVICE_NOT_AVAILABLE";
+    case -3: return "CL_COMPILER_NOT_AVAILABLE";
+    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case -5: return "CL_OUT_OF_RESOURCES";
+    case -6: return "CL_OUT_OF_HOST_MEMORY";
+    case -7: return "CL_PROFILING_INFO_NOT_AVAILABLE";
+    case -8: return "CL_MEM_COPY_OVERLAP";
+    case -9: return "CL_IMAGE_FORMAT_MISMATCH";
+    case -10: return "CL_IMAGE_FORMAT_NOT_SUPPORTED";
+    case -11: return "CL_BUILD_PROGRAM_FAILURE";
+    case -12: return "CL_MAP_FAILURE";
+    case -13: return "CL_MISALIGNED_SUB_BUFFER_OFFSET";
+    case -14: return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
+    case -15: return "CL_COMPILE_PROGRAM_FAILURE";
+    case -16: return "CL_LINKER_NOT_AVAILABLE";
+    case -17: return "CL_LINK_PROGRAM_FAILURE";
+    case -18: return "CL_DEVICE_PARTITION_FAILED";
+    case -19: return "CL_KERNEL_ARG_INFO_NOT_AVAILABLE";
+    case -30: return "CL_INVALID_VALUE";
+    case -31: return "CL_INVALID_DEVICE_TYPE";
+    case -32: return "CL_INVALID_PLATFORM";
+    case -33: return "CL_INVALID_DEVICE";
+    case -34: return "CL_INVALID_CONTEXT";
+    case -35: return "CL_INVALID_QUEUE_PROPERTIES";
+    case -36: return "CL_INVALID_COMMAND_QUEUE";
+    case -37: return "CL_INVALID_HOST_PTR";
+    case -38: return "CL_INVALID_MEM_OBJECT";
+    case -39: return "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR";
+    case -40: return "CL_INVALID_IMAGE_SIZE";
+    case -41: return "CL_INVALID_SAMPLER";
+    case -42: return "CL_INVALID_BINARY";
+    case -43: return "CL_INVALID_BUILD_OPTIONS";
+    case -44: return "CL_INVALID_PROGRAM";
+    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case -46: return "CL_INVALID_KERNEL_NAME";
+    case -47: return "CL_INVALID_KERNEL_DEFINITION";
+    case -48: return "CL_INVALID_KERNEL";
+    case -49: return "CL_INVALID_ARG_INDEX";
+    case -50: return "CL_INVALID_ARG_VALUE";
+    case -51: return "CL_INVALID_ARG_SIZE";
+    case -52: return "CL_INVALID_KERNEL_ARGS";
+    case -53: return "CL_INVALID_WORK_DIMENSION";
+    case -54: return "CL_INVALID_WORK_GROUP_SIZE";
+    case -55: return "CL_INVALID_WORK_ITEM_SIZE";
+    case -56: return "CL_INVALID_GLOBAL_OFFSET";
+    case -57: return "CL_INVALID_EVENT_WAIT_LIST";
+    case -58: return "CL_INVALID_EVENT";
+    case -59: return "CL_INVALID_OPERATION";
+    case -60: return "CL_INVALID_GL_OBJECT";
+    case -61: return "CL_INVALID_BUFFER_SIZE";
+    case -62: return "CL_INVALID_MIP_LEVEL";
+    case -63: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case -64: return "CL_INVALID_PROPERTY";
+    case -65: return "CL_INVALID_IMAGE_DESCRIPTOR";
+    case -66: return "CL_INVALID_COMPILER_OPTIONS";
+    case -67: return "CL_INVALID_LINKER_OPTIONS";
+    case -68: return "CL_INVALID_DEVICE_PARTITION_COUNT";
+    case -69: return "CL_INVALID_PIPE_SIZE";
+    case -70: return "CL_INVALID_DEVICE_QUEUE";
+    case -71: return "CL_INVALID_SPEC_ID";
+    case -72: return "CL_MAX_SIZE_RESTRICTION_EXCEEDED";
+    // Registered extension codes (cl_ext.h, cl_gl.h, cl_d3d*.h, cl_dx9*.h,
+    // cl_egl.h, cl_va_api*.h). Where Khronos and a vendor share a value the
+    // KHR name is given.
+    case -1000: return "CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    case -1002: return "CL_INVALID_D3D10_DEVICE_KHR";
+    case -1003: return "CL_INVALID_D3D10_RESOURCE_KHR";
+    case -1004: return "CL_D3D10_RESOURCE_ALREADY_ACQUIRED_KHR";
+    case -1005: return "CL_D3D10_RESOURCE_NOT_ACQUIRED_KHR";
+    case -1006: return "CL_INVALID_D3D11_DEVICE_KHR";
+    case -1007: return "CL_INVALID_D3D11_RESOURCE_KHR";
+    case -1008: return "CL_D3D11_RESOURCE_ALREADY_ACQUIRED_KHR";
+    case -1009: return "CL_D3D11_RESOURCE_NOT_ACQUIRED_KHR";
+    case -1010: return "CL_INVALID_DX9_MEDIA_ADAPTER_KHR";
+    case -1011: return "CL_INVALID_DX9_MEDIA_SURFACE_KHR";
+    case -1012: return "CL_DX9_MEDIA_SURFACE_ALREADY_ACQUIRED_KHR";
+    case -1013: return "CL_DX9_MEDIA_SURFACE_NOT_ACQUIRED_KHR";
+    case -1057: return "CL_DEVICE_PARTITION_FAILED_EXT";
+    case -1058: return "CL_INVALID_PARTITION_COUNT_EXT";
+    case -1059: return "CL_INVALID_PARTITION_NAME_EXT";
+    case -1092: return "CL_EGL_RESOURCE_NOT_ACQUIRED_KHR";
+    case -1093: return "CL_INVALID_EGL_OBJECT_KHR";
+    case -1094: return "CL_INVALID_ACCELERATOR_INTEL";
+    case -1095: return "CL_INVALID_ACCELERATOR_TYPE_INTEL";
+    case -1096: return "CL_INVALID_ACCELERATOR_DESCRIPTOR_INTEL";
+    case -1097: return "CL_ACCELERATOR_TYPE_NOT_SUPPORTED_INTEL";
+    case -1098: return "CL_INVALID_VA_API_MEDIA_ADAPTER_INTEL";
+    case -1099: return "CL_INVALID_VA_API_MEDIA_SURFACE_INTEL";
+    case -1100: return "CL_VA_API_MEDIA_SURFACE_ALREADY_ACQUIRED_INTEL";
+    case -1101: return "CL_VA_API_MEDIA_SURFACE_NOT_ACQUIRED_INTEL";
+    case -1108: return "CL_COMMAND_TERMINATED_ITSELF_WITH_FAILURE_ARM";
+    case -1121: return "CL_CONTEXT_TERMINATED_KHR";
+    case -1138: return "CL_INVALID_COMMAND_BUFFER_KHR";
+    case -1139: return "CL_INVALID_SYNC_POINT_WAIT_LIST_KHR";
+    case -1140: return "CL_INCOMPATIBLE_COMMAND_QUEUE_KHR";
+    case -1141: return "CL_INVALID_MUTABLE_COMMAND_KHR";
+    case -1142: return "CL_INVALID_SEMAPHORE_KHR";
+    default: return "CL_UNKNOWN_ERROR";
+  }
+}
+
+accel_status_t status_of(cl_int err) {
+  if (err == CL_SUCCESS) return ACCEL_SUCCESS;
+  if (err == CL_OUT_OF_HOST_MEMORY || err == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    return ACCEL_ERROR_OUT_OF_MEMORY;
+  return ACCEL_ERROR_BACKEND_FAILURE;
+}
+
+std::string vformat(const char* fmt, va_list ap) {
+  char buf[512];
+  va_list copy;
+  va_copy(copy, ap);
+  int n = std::vsnprintf(buf, sizeof buf, fmt, copy);
+  va_end(copy);
+  if (n < 0) return std::string(fmt);
+  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), fmt, ap);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string format(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string s = vformat(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+// True if the core's host table is long enough to have the member at
+// `offset` and the member is set.
+#define HOST_HAS(member)                                                                   \
+  (g_host && g_host->struct_size >= offsetof(accel_host_services_t, member) + sizeof(void*) && \
+   g_host->member != nullptr)
+
+bool log_on(accel_log_level_t level) {
+  if (!HOST_HAS(log)) return false;
+  return !HOST_HAS(log_enabled) || g_host->log_enabled(g_host, level) != 0;
+}
+
+const char* host_env(const char* name) {
+  return HOST_HAS(get_env) ? g_host->get_env(g_host, name) : nullptr;
+}
+
+void log_msg(accel_log_level_t level, const char* fmt, ...) {
+  if (!log_on(level)) return;
+  try {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    g_host->log(g_host, level, s.c_str());
+  } catch (...) {
+    // Logging must never fail an operation.
+  }
+}
+
+static void report(accel_status_t status, const char* message) {
+  if (HOST_HAS(set_error)) g_host->set_error(g_host, status, message);
+}
+
+accel_status_t fail(accel_status_t status, const char* fmt, ...) {
+  try {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    report(status, s.c_str());
+  } catch (...) {
+    report(status, fmt);
+  }
+  return status;
+}
+
+accel_status_t cl_fail(const char* call, cl_int err, const char* context_fmt, ...) {
+  accel_status_t status = status_of(err);
+  try {
+    std::string s = format("%s failed: %s (%d)", call, cl_error_name(err), static_cast<int>(err));
+    if (context_fmt) {
+      va_list ap;
+      va_start(ap, context_fmt);
+      s += ' ';
+      s += vformat(context_fmt, ap);
+      va_end(ap);
+    }
+    report(status, s.c_str());
+  } catch (...) {
+    report(status, call);
+  }
+  return status;
+}
+
+}  // namespace accel_ocl

@@ -1,0 +1,189 @@
+// Host functions in stream order.
+//
+// Submitting a host function enqueues a marker M (it completes when all
+// earlier work on the stream has) and blocks the stream on the host side:
+// later operations are deferred (see stream.cpp). M's completion callback
+// runs on a driver thread (PoCL: its own, or for the `basic` device the
+// enqueuing thread itself), where blocking or calling OpenCL is undefined, so
+// it only hands the task to a plugin worker thread. The worker runs
+// fn(user_data), then opens the stream's gate, which submits the deferred
+// work. There is a worker per outstanding host function (threads are started
+// at submission, never in the callback), so a function that waits for
+// another stream's host function cannot starve the pool. Idle workers exit
+// after a few seconds.
+#include "ocl.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <thread>
+
+namespace accel_ocl {
+namespace {
+
+struct Task {
+  accel_host_fn fn = nullptr;
+  void* user_data = nullptr;
+  Stream* stream = nullptr;   // holds a reference
+  cl_event marker = nullptr;  // M, owned
+  cl_int marker_status = CL_COMPLETE;
+  Task* next = nullptr;       // ready list (intrusive: posting never allocates)
+};
+
+struct Executor {
+  std::mutex mu;
+  std::condition_variable cv;
+  Task* head = nullptr;
+  Task* tail = nullptr;
+  size_t threads = 0;
+  size_t outstanding = 0;  // launched and not finished
+};
+
+// Never destroyed: workers may still be waiting on it at exit.
+Executor& executor() {
+  static Executor* x = new Executor();
+  return *x;
+}
+
+void run(Task* t) {
+  Stream* s = t->stream;
+  if (t->marker_status == CL_COMPLETE) {
+    try {
+      t->fn(t->user_data);
+    } catch (...) {
+      log_msg(ACCEL_LOG_ERROR, "a host function on %s threw a C++ exception",
+              s->dev->label().c_str());
+    }
+  } else {
+    // Earlier work on the stream failed: skip the function, report it.
+    std::string msg = format("host function skipped: earlier work on the stream failed with %s (%d)",
+                             cl_error_name(t->marker_status), static_cast<int>(t->marker_status));
+    std::lock_guard<std::mutex> lock(s->mu);
+    stream_defer_error(s, ACCEL_ERROR_BACKEND_FAILURE, msg);
+  }
+  stream_resume(s);
+  stream_unref(s);
+  clReleaseEvent(t->marker);
+  delete t;
+}
+
+void worker() {
+  Executor& x = executor();
+  std::unique_lock<std::mutex> lock(x.mu);
+  for (;;) {
+    if (!x.head) {
+      bool woke = x.cv.wait_for(lock, std::chrono::seconds(5), [&] { return x.head != nullptr; });
+      if (!woke) {
+        if (x.threads > x.outstanding) {
+          --x.threads;
+          return;
+        }
+        continue;
+      }
+    }
+    Task* t = x.head;
+    x.head = t->next;
+    if (!x.head) x.tail = nullptr;
+    lock.unlock();
+    try {
+      run(t);
+    } catch (...) {
+      log_msg(ACCEL_LOG_ERROR, "host function worker: internal error");
+    }
+    lock.lock();
+    --x.outstanding;
+  }
+}
+
+// Counts one more outstanding host function and makes sure a worker exists
+// for it. Runs where the host function is submitted (never in a callback).
+accel_status_t reserve() {
+  Executor& x = executor();
+  std::lock_guard<std::mutex> lock(x.mu);
+  ++x.outstanding;
+  if (x.threads < x.outstanding) {
+    try {
+      std::thread(worker).detach();
+      ++x.threads;
+    } catch (...) {
+      --x.outstanding;
+      return fail(ACCEL_ERROR_BACKEND_FAILURE, "launch_host_func: cannot start a worker thread");
+    }
+  }
+  return ACCEL_SUCCESS;
+}
+
+void unreserve() {
+  Executor& x = executor();
+  std::lock_guard<std::mutex> lock(x.mu);
+  --x.outstanding;
+}
+
+// OpenCL callback (driver thread): queue the task for a worker, nothing else.
+void CL_CALLBACK on_marker(cl_event, cl_int status, void* data) {
+  auto* t = static_cast<Task*>(data);
+  t->marker_status = status;
+  Executor& x = executor();
+  {
+    std::lock_guard<std::mutex> lock(x.mu);
+    t->next = nullptr;
+    if (x.tail) x.tail->next = t;
+    else x.head = t;
+    x.tail = t;
+  }
+  x.cv.notify_one();
+}
+
+}  // namespace
+
+accel_status_t hostfn_submit(Stream* s, const Op& op) {
+  const std::string where = s->dev->label();
+  accel_status_t st = reserve();
+  if (st != ACCEL_SUCCESS) return st;
+  cl_event marker = nullptr;
+  cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &marker);
+  if (err != CL_SUCCESS) {
+    unreserve();
+    return cl_fail("clEnqueueMarkerWithWaitList", err, "(launch_host_func) on %s", where.c_str());
+  }
+  clRetainEvent(marker);  // one for the stream's latest command, one for the task
+  st = stream_commit(s, marker, "clEnqueueMarkerWithWaitList");
+  Task* t = nullptr;
+  try {
+    t = new Task();
+  } catch (...) {
+    clReleaseEvent(marker);
+    unreserve();
+    throw;
+  }
+  t->fn = op.fn;
+  t->user_data = op.user_data;
+  t->stream = s;
+  t->marker = marker;
+  stream_ref(s);
+  // The callback may fire inside this call when the marker is already
+  // complete (PoCL's basic device runs commands in the enqueuing thread);
+  // it only posts the task, and the worker waits for s->mu, held here.
+  err = clSetEventCallback(marker, CL_COMPLETE, on_marker, t);
+  if (err != CL_SUCCESS) {
+    stream_unref(s);  // the caller still holds a reference
+    clReleaseEvent(marker);
+    delete t;
+    unreserve();
+    return cl_fail("clSetEventCallback", err, "(launch_host_func) on %s", where.c_str());
+  }
+  s->blocked = true;
+  return st;
+}
+
+accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn,
+                                   void* user_data) {
+  return guarded("launch_host_func", [&]() -> accel_status_t {
+    Op op;
+    op.kind = Op::HostFn;
+    op.fn = fn;
+    op.user_data = user_data;
+    return stream_enqueue(static_cast<Stream*>(stream), std::move(op));
+  });
+}
+
+}  // namespace accel_ocl

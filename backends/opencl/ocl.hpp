@@ -1,0 +1,233 @@
+// Internal declarations shared by the files of the OpenCL backend.
+// Nothing here is exported: the plugin's only public symbol is the entry.
+#pragma once
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
+#include <accel/accel_plugin.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace accel_ocl {
+
+// ---- host services, logging, errors (errors.cpp) ---------------------------
+
+// Set once by the entry point, read-only afterwards.
+extern const accel_host_services_t* g_host;
+
+// Symbolic name of an OpenCL status ("CL_OUT_OF_RESOURCES"); "CL_UNKNOWN_ERROR"
+// for a value outside the table. Static storage.
+const char* cl_error_name(cl_int err);
+
+// The accel status an OpenCL failure maps to: host/allocation exhaustion is
+// ACCEL_ERROR_OUT_OF_MEMORY, anything else ACCEL_ERROR_BACKEND_FAILURE.
+accel_status_t status_of(cl_int err);
+
+void log_msg(accel_log_level_t level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+bool log_on(accel_log_level_t level);
+// host->get_env (secure_getenv) when the core offers it, else NULL.
+const char* host_env(const char* name);
+
+// host->set_error(status, printf(fmt, ...)); returns status.
+accel_status_t fail(accel_status_t status, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// An OpenCL call failed: "<call> failed: <CL_NAME> (<code>)[ <context>]".
+// Returns status_of(err).
+accel_status_t cl_fail(const char* call, cl_int err, const char* context_fmt = nullptr, ...)
+    __attribute__((format(printf, 3, 4)));
+
+std::string vformat(const char* fmt, va_list ap);
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Runs body() and turns any C++ exception into a status: nothing may be
+// thrown across the plugin ABI.
+template <class F>
+accel_status_t guarded(const char* what, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", what);
+  } catch (const std::exception& e) {
+    return fail(ACCEL_ERROR_INTERNAL, "%s: internal error: %s", what, e.what());
+  } catch (...) {
+    return fail(ACCEL_ERROR_INTERNAL, "%s: internal error (unknown exception)", what);
+  }
+}
+
+// ---- devices (devices.cpp) ----------------------------------------------------
+
+struct Stream;
+
+struct Device {
+  int32_t index = 0;
+  cl_platform_id platform = nullptr;
+  cl_device_id id = nullptr;
+  cl_device_type type = 0;
+  std::string name;
+  std::string vendor;
+  std::string version;  // CL_DEVICE_VERSION
+  std::string extensions;
+  cl_ulong global_mem = 0;
+  cl_ulong max_alloc = 0;
+  cl_uint compute_units = 0;
+  cl_device_svm_capabilities svm = 0;
+  bool priority_hints = false;  // cl_khr_priority_hints
+  bool amd_free_memory = false; // cl_amd_device_attribute_query
+  int version_major = 1;         // from CL_DEVICE_VERSION "OpenCL X.Y ..."
+  uint8_t uuid[16] = {};
+  bool has_uuid = false;         // cl_khr_device_uuid
+  std::string pci_bus_id;        // cl_khr_pci_bus_info, "" when unknown
+
+  // Guarded by mu: the lazily created context, default stream, live streams.
+  std::mutex mu;
+  cl_context context = nullptr;
+  Stream* default_stream = nullptr;
+  std::vector<Stream*> streams;  // every live stream, the default included
+
+  // Guarded by the allocation registry's lock (memory.cpp).
+  size_t bytes_allocated = 0;
+
+  bool has_extension(const char* ext) const;
+  // "device 1 'pthread-haswell'" for messages.
+  std::string label() const;
+};
+
+// Enumerates platforms and devices once (thread-safe); later calls return
+// the cached result. On success *devices is the filtered list.
+accel_status_t enumerate(std::vector<Device*>** devices);
+// The device of a validated index (enumerate() must have succeeded).
+Device* device_at(int32_t index);
+// The device's context, created on first use (thread-safe).
+accel_status_t device_context(Device* dev, cl_context* ctx);
+
+accel_status_t op_device_count(int32_t* count);
+accel_status_t op_lazy_init();
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+
+// ---- streams, events, host functions (stream.cpp, events.cpp, hostfn.cpp) ---
+//
+// Host functions hold back later work of their stream on the host side: an
+// operation queued while a host function (or a wait on a not yet submitted
+// event record) is pending is kept in the stream's deferred list and
+// submitted when the gate opens. OpenCL user events would do this on the
+// device side, but PoCL's `basic` device hangs in clSetUserEventStatus when
+// a command waits on the user event (pocl/pocl#1177), and it executes
+// commands synchronously inside the enqueue call.
+
+// One record of an event: the marker enqueued for it once submitted.
+struct Record {
+  std::mutex mu;
+  std::condition_variable cv;  // signalled when submitted
+  bool submitted = false;
+  cl_event ev = nullptr;       // the marker (null if its submission failed)
+  cl_int error = CL_SUCCESS;   // why the submission failed
+  std::vector<Stream*> waiters;  // streams held back until it is submitted (one ref each)
+  ~Record() {
+    if (ev) clReleaseEvent(ev);
+  }
+};
+
+struct Op {
+  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn } kind = Copy;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  cl_uchar pattern = 0;
+  std::shared_ptr<Record> rec;
+  accel_host_fn fn = nullptr;
+  void* user_data = nullptr;
+};
+
+struct Stream {
+  Device* dev = nullptr;
+  cl_command_queue queue = nullptr;
+  int32_t priority = 0;
+  bool is_default = false;
+  std::atomic<int> refs{1};  // the handle, plus pending host functions and waits
+
+  std::mutex mu;                // guards everything below; orders enqueues
+  std::condition_variable idle; // signalled when no longer blocked with no deferred ops
+  cl_event last = nullptr;      // event of the latest command enqueued, or null
+  bool blocked = false;         // a host function or a pending record holds later work
+  std::deque<Op> deferred;      // operations waiting for the gate to open
+  accel_status_t deferred_status = ACCEL_SUCCESS;  // first failure of a deferred submission
+  std::string deferred_message;
+};
+
+struct Event {
+  Device* dev = nullptr;
+  uint32_t flags = 0;
+  std::mutex mu;
+  std::shared_ptr<Record> rec;  // the latest record, or null
+};
+
+// Queues `op`: submitted at once when the stream is not held back (the
+// status is that of the submission), else deferred (ACCEL_SUCCESS; a later
+// submission failure is reported by the stream's next query/synchronize).
+accel_status_t stream_enqueue(Stream* s, Op&& op);
+// Opens the gate of a stream held back by a host function or a record wait
+// and submits what was deferred. Called with no lock held.
+void stream_resume(Stream* s);
+void stream_ref(Stream* s);
+void stream_unref(Stream* s);
+// Makes `ev` (one reference owned by the caller) the stream's latest command
+// and flushes the queue. Caller holds s->mu.
+accel_status_t stream_commit(Stream* s, cl_event ev, const char* call);
+// Records a deferred submission's failure on the stream. Caller holds s->mu.
+void stream_defer_error(Stream* s, accel_status_t st, const std::string& message);
+// Submits a host function: a marker whose completion hands fn to a worker,
+// which runs it and calls stream_resume. Sets s->blocked. Caller holds s->mu.
+accel_status_t hostfn_submit(Stream* s, const Op& op);
+// Waits for `ev` to complete, even where clWaitForEvents returns early.
+accel_status_t wait_event(cl_event ev, const char* what, const std::string& where);
+// Execution status as an answer: SUCCESS, NOT_READY, or BACKEND_FAILURE.
+accel_status_t event_state(cl_event ev, const char* what, const std::string& where);
+Device* checked_device(int32_t index, accel_status_t* st);
+
+accel_status_t op_device_synchronize(int32_t device);
+accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest);
+accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out);
+accel_status_t op_stream_destroy(accel_plugin_stream_t stream);
+accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out);
+accel_status_t op_stream_query(accel_plugin_stream_t stream);
+accel_status_t op_stream_synchronize(accel_plugin_stream_t stream);
+accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_event_t event);
+accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn, void* user_data);
+
+accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out);
+accel_status_t op_event_destroy(accel_plugin_event_t event);
+accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t stream);
+accel_status_t op_event_query(accel_plugin_event_t event);
+accel_status_t op_event_synchronize(accel_plugin_event_t event);
+accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_event_t end,
+                                     float* ms);
+
+// ---- memory (memory.cpp) --------------------------------------------------------
+
+accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr);
+accel_status_t op_mem_free(int32_t device, void* ptr);
+accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_memcpy_kind_t kind,
+                               accel_plugin_stream_t stream);
+accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_stream_t stream);
+accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes);
+
+// ---- plugin (plugin.cpp) ---------------------------------------------------------
+
+// Adds ACCEL_PLUGIN_CAP_STREAM_PRIORITIES to the vtable's capabilities; called
+// by enumeration when a listed device has cl_khr_priority_hints.
+void advertise_stream_priorities();
+
+}  // namespace accel_ocl

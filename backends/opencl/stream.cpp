@@ -1,0 +1,438 @@
+// Streams: in-order, profiling-enabled command queues, plus the host-side
+// gate that keeps host functions in stream order (see ocl.hpp).
+//
+// Each stream remembers the cl_event of the latest command enqueued on it
+// (every operation asks OpenCL for its event). The queue is in order, so that
+// command's completion means everything submitted is done: stream_query asks
+// for its execution status and enqueues nothing. Every enqueue is followed by
+// clFlush so work starts without a blocking call and so events can be waited
+// on from other queues (the OpenCL spec requires the flush for that).
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
+#include "ocl.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace accel_ocl {
+namespace {
+
+Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
+
+// Creates the queue of a new stream. cl_khr_priority_hints: negative
+// priorities are HIGH, positive LOW, 0 the driver default (MED); without the
+// extension the priority is only recorded (a hint OpenCL cannot express).
+accel_status_t make_stream(Device* dev, int32_t priority, bool is_default, Stream** out) {
+  cl_context ctx = nullptr;
+  accel_status_t st = device_context(dev, &ctx);
+  if (st != ACCEL_SUCCESS) return st;
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = nullptr;
+  if (dev->version_major >= 2) {
+    cl_queue_properties props[5] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0, 0, 0};
+    if (dev->priority_hints && priority != 0) {
+      props[2] = CL_QUEUE_PRIORITY_KHR;
+      props[3] = priority < 0 ? CL_QUEUE_PRIORITY_HIGH_KHR : CL_QUEUE_PRIORITY_LOW_KHR;
+    }
+    q = clCreateCommandQueueWithProperties(ctx, dev->id, props, &err);
+    if (!q || err != CL_SUCCESS)
+      return cl_fail("clCreateCommandQueueWithProperties", err, "on %s (priority %d)",
+                     dev->label().c_str(), priority);
+  } else {
+    q = clCreateCommandQueue(ctx, dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!q || err != CL_SUCCESS)
+      return cl_fail("clCreateCommandQueue", err, "on %s", dev->label().c_str());
+  }
+  Stream* s = nullptr;
+  try {
+    s = new Stream();
+    s->dev = dev;
+    s->queue = q;
+    s->priority = priority;
+    s->is_default = is_default;
+    std::lock_guard<std::mutex> lock(dev->mu);
+    dev->streams.push_back(s);
+  } catch (...) {
+    delete s;
+    clReleaseCommandQueue(q);
+    throw;
+  }
+  *out = s;
+  return ACCEL_SUCCESS;
+}
+
+// Submits one operation; s->mu held and s not blocked. Records whose
+// submission releases streams waiting on them are appended to `wake`.
+// May leave the stream blocked (host function, wait on a pending record);
+// then the op stays at the front of the deferred list when `requeue`.
+accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consumed) {
+  *consumed = true;
+  const std::string where = s->dev->label();
+  cl_event ev = nullptr;
+  cl_int err = CL_SUCCESS;
+  switch (op.kind) {
+    case Op::Copy:
+      err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, op.dst, op.src, op.bytes, 0, nullptr, &ev);
+      if (err != CL_SUCCESS)
+        return cl_fail("clEnqueueSVMMemcpy", err, "(%zu bytes, %p -> %p) on %s", op.bytes, op.src,
+                       op.dst, where.c_str());
+      return stream_commit(s, ev, "clEnqueueSVMMemcpy");
+    case Op::Fill:
+      err = clEnqueueSVMMemFill(s->queue, op.dst, &op.pattern, 1, op.bytes, 0, nullptr, &ev);
+      if (err != CL_SUCCESS)
+        return cl_fail("clEnqueueSVMMemFill", err, "(%zu bytes at %p) on %s", op.bytes, op.dst,
+                       where.c_str());
+      return stream_commit(s, ev, "clEnqueueSVMMemFill");
+    case Op::RecordEvent: {
+      accel_status_t st = ACCEL_SUCCESS;
+      err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
+      if (err != CL_SUCCESS) {
+        st = cl_fail("clEnqueueMarkerWithWaitList", err, "(event_record) on %s", where.c_str());
+        ev = nullptr;
+      } else {
+        clRetainEvent(ev);  // one reference for the stream, one for the record
+        st = stream_commit(s, ev, "clEnqueueMarkerWithWaitList");
+      }
+      std::lock_guard<std::mutex> lock(op.rec->mu);
+      op.rec->ev = ev;
+      op.rec->error = err;
+      op.rec->submitted = true;
+      wake.insert(wake.end(), op.rec->waiters.begin(), op.rec->waiters.end());
+      op.rec->waiters.clear();
+      op.rec->cv.notify_all();
+      return st;
+    }
+    case Op::WaitRecord: {
+      cl_event dep = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(op.rec->mu);
+        if (!op.rec->submitted) {
+          // The record is itself held back on another stream: wait for it.
+          stream_ref(s);
+          op.rec->waiters.push_back(s);
+          s->blocked = true;
+          *consumed = false;
+          return ACCEL_SUCCESS;
+        }
+        dep = op.rec->ev;
+        if (dep) clRetainEvent(dep);
+      }
+      if (!dep) return ACCEL_SUCCESS;  // its submission failed; reported there
+      err = clEnqueueBarrierWithWaitList(s->queue, 1, &dep, &ev);
+      clReleaseEvent(dep);
+      if (err != CL_SUCCESS)
+        return cl_fail("clEnqueueBarrierWithWaitList", err, "(stream_wait_event) on %s",
+                       where.c_str());
+      return stream_commit(s, ev, "clEnqueueBarrierWithWaitList");
+    }
+    case Op::HostFn:
+      return hostfn_submit(s, op);
+  }
+  return fail(ACCEL_ERROR_INTERNAL, "unknown deferred operation %d", static_cast<int>(op.kind));
+}
+
+// Submits deferred operations until the stream blocks again or none is left.
+void drain(Stream* s, std::vector<Stream*>& wake) {
+  while (!s->blocked && !s->deferred.empty()) {
+    bool consumed = true;
+    accel_status_t st = submit(s, s->deferred.front(), wake, &consumed);
+    if (st != ACCEL_SUCCESS)
+      stream_defer_error(s, st, "a deferred operation failed (see the log)");
+    if (consumed) s->deferred.pop_front();
+  }
+  if (!s->blocked && s->deferred.empty()) s->idle.notify_all();
+}
+
+// Resumes streams released by submitted records (each carries a reference).
+void wake_all(std::vector<Stream*>& wake) {
+  while (!wake.empty()) {
+    Stream* w = wake.back();
+    wake.pop_back();
+    std::vector<Stream*> more;
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->blocked = false;
+      drain(w, more);
+    }
+    stream_unref(w);
+    wake.insert(wake.end(), more.begin(), more.end());
+  }
+}
+
+// Waits until nothing is deferred or held back on the stream.
+void wait_ungated(Stream* s) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->idle.wait(lock, [&] { return !s->blocked && s->deferred.empty(); });
+}
+
+// The latest command's event of a stream, retained (null if none).
+cl_event retained_last(Stream* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->last) clRetainEvent(s->last);
+  return s->last;
+}
+
+// Reports (and clears) the failure of a deferred submission, if any.
+accel_status_t take_deferred_error(Stream* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  accel_status_t st = s->deferred_status;
+  if (st == ACCEL_SUCCESS) return st;
+  std::string msg = s->deferred_message;
+  s->deferred_status = ACCEL_SUCCESS;
+  s->deferred_message.clear();
+  return fail(st, "%s", msg.c_str());
+}
+
+// Everything submitted to the stream has completed (after the gate is open).
+accel_status_t finish(Stream* s) {
+  wait_ungated(s);
+  cl_int err = clFinish(s->queue);
+  if (err != CL_SUCCESS) return cl_fail("clFinish", err, "on %s", s->dev->label().c_str());
+  cl_event ev = retained_last(s);
+  accel_status_t st = ACCEL_SUCCESS;
+  if (ev) {
+    st = wait_event(ev, "the stream's latest command", s->dev->label());
+    clReleaseEvent(ev);
+  }
+  if (st != ACCEL_SUCCESS) return st;
+  return take_deferred_error(s);
+}
+
+}  // namespace
+
+Device* checked_device(int32_t index, accel_status_t* st) {
+  std::vector<Device*>* devs = nullptr;
+  *st = enumerate(&devs);
+  if (*st != ACCEL_SUCCESS) return nullptr;
+  Device* dev = device_at(index);
+  if (!dev) *st = fail(ACCEL_ERROR_INVALID_DEVICE, "no OpenCL device %d", index);
+  return dev;
+}
+
+accel_status_t event_state(cl_event ev, const char* what, const std::string& where) {
+  cl_int status = CL_COMPLETE;
+  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                              nullptr);
+  if (err != CL_SUCCESS)
+    return cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err, "for %s on %s", what,
+                   where.c_str());
+  if (status == CL_COMPLETE) return ACCEL_SUCCESS;
+  if (status < 0)
+    return fail(ACCEL_ERROR_BACKEND_FAILURE, "%s on %s failed: %s (%d)", what, where.c_str(),
+                cl_error_name(status), static_cast<int>(status));
+  return ACCEL_ERROR_NOT_READY;
+}
+
+accel_status_t wait_event(cl_event ev, const char* what, const std::string& where) {
+  cl_int err = clWaitForEvents(1, &ev);
+  accel_status_t st = event_state(ev, what, where);
+  if (st != ACCEL_ERROR_NOT_READY) {
+    if (st == ACCEL_SUCCESS && err != CL_SUCCESS)
+      return cl_fail("clWaitForEvents", err, "for %s on %s", what, where.c_str());
+    return st;
+  }
+  // clWaitForEvents returned before the command completed (PoCL's basic
+  // device does this for a command it cannot run yet): poll.
+  log_msg(ACCEL_LOG_DEBUG, "clWaitForEvents returned early (%s) for %s on %s; polling",
+          cl_error_name(err), what, where.c_str());
+  auto nap = std::chrono::microseconds(50);
+  while ((st = event_state(ev, what, where)) == ACCEL_ERROR_NOT_READY) {
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(2000));
+  }
+  return st;
+}
+
+void stream_ref(Stream* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void stream_unref(Stream* s) {
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  {
+    std::lock_guard<std::mutex> lock(s->dev->mu);
+    auto& v = s->dev->streams;
+    v.erase(std::remove(v.begin(), v.end(), s), v.end());
+  }
+  // Queued work still completes: clReleaseCommandQueue flushes, and the
+  // driver keeps the queue until its commands are done.
+  if (s->last) clReleaseEvent(s->last);
+  cl_int err = clReleaseCommandQueue(s->queue);
+  if (err != CL_SUCCESS)
+    log_msg(ACCEL_LOG_WARN, "clReleaseCommandQueue failed: %s (%d) on %s", cl_error_name(err),
+            static_cast<int>(err), s->dev->label().c_str());
+  delete s;
+}
+
+accel_status_t stream_commit(Stream* s, cl_event ev, const char* call) {
+  if (s->last) clReleaseEvent(s->last);
+  s->last = ev;
+  cl_int err = clFlush(s->queue);
+  if (err != CL_SUCCESS)
+    return cl_fail("clFlush", err, "after %s on %s", call, s->dev->label().c_str());
+  return ACCEL_SUCCESS;
+}
+
+void stream_defer_error(Stream* s, accel_status_t st, const std::string& message) {
+  log_msg(ACCEL_LOG_ERROR, "%s: %s", s->dev->label().c_str(), message.c_str());
+  if (s->deferred_status == ACCEL_SUCCESS) {
+    s->deferred_status = st;
+    s->deferred_message = message;
+  }
+}
+
+accel_status_t stream_enqueue(Stream* s, Op&& op) {
+  std::vector<Stream*> wake;
+  accel_status_t st = ACCEL_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->blocked) {
+      s->deferred.push_back(std::move(op));
+      return ACCEL_SUCCESS;
+    }
+    bool consumed = true;
+    st = submit(s, op, wake, &consumed);
+    if (!consumed) s->deferred.push_front(std::move(op));
+  }
+  wake_all(wake);
+  return st;
+}
+
+void stream_resume(Stream* s) {
+  std::vector<Stream*> wake;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->blocked = false;
+    drain(s, wake);
+  }
+  wake_all(wake);
+}
+
+accel_status_t op_device_synchronize(int32_t device) {
+  return guarded("device_synchronize", [&]() -> accel_status_t {
+    accel_status_t st;
+    Device* dev = checked_device(device, &st);
+    if (!dev) return st;
+    std::vector<Stream*> live;
+    {
+      std::lock_guard<std::mutex> lock(dev->mu);
+      live.reserve(dev->streams.size());
+      for (Stream* s : dev->streams) {
+        // Skip a stream whose last reference is being dropped right now.
+        int r = s->refs.load();
+        while (r > 0 && !s->refs.compare_exchange_weak(r, r + 1)) {
+        }
+        if (r > 0) live.push_back(s);
+      }
+    }
+    accel_status_t result = ACCEL_SUCCESS;
+    for (Stream* s : live) {
+      accel_status_t r = finish(s);
+      if (r != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = r;
+      stream_unref(s);
+    }
+    return result;
+  });
+}
+
+accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
+  return guarded("stream_priority_range", [&]() -> accel_status_t {
+    accel_status_t st;
+    Device* dev = checked_device(device, &st);
+    if (!dev) return st;
+    // With cl_khr_priority_hints: 1 LOW, 0 default (MED), -1 HIGH.
+    *least = dev->priority_hints ? 1 : 0;
+    *greatest = dev->priority_hints ? -1 : 0;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
+  return guarded("stream_create", [&]() -> accel_status_t {
+    accel_status_t st;
+    Device* dev = checked_device(device, &st);
+    if (!dev) return st;
+    Stream* s = nullptr;
+    st = make_stream(dev, priority, false, &s);
+    if (st == ACCEL_SUCCESS) *out = s;
+    return st;
+  });
+}
+
+accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
+  return guarded("stream_destroy", [&]() -> accel_status_t {
+    Stream* s = as_stream(stream);
+    if (s->is_default)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "the default stream of %s cannot be destroyed",
+                  s->dev->label().c_str());
+    // Deferred work still runs: pending host functions and waits hold
+    // references, and the last one releases the queue.
+    stream_unref(s);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
+  return guarded("default_stream", [&]() -> accel_status_t {
+    accel_status_t st;
+    Device* dev = checked_device(device, &st);
+    if (!dev) return st;
+    {
+      std::lock_guard<std::mutex> lock(dev->mu);
+      if (dev->default_stream) {
+        *out = dev->default_stream;
+        return ACCEL_SUCCESS;
+      }
+    }
+    Stream* s = nullptr;
+    st = make_stream(dev, 0, true, &s);
+    if (st != ACCEL_SUCCESS) return st;
+    bool lost = false;
+    {
+      std::lock_guard<std::mutex> lock(dev->mu);
+      if (dev->default_stream) lost = true;  // another thread won the race
+      else dev->default_stream = s;
+      *out = dev->default_stream;
+    }
+    if (lost) stream_unref(s);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_stream_query(accel_plugin_stream_t stream) {
+  return guarded("stream_query", [&]() -> accel_status_t {
+    Stream* s = as_stream(stream);
+    cl_event ev = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
+      if (s->last) clRetainEvent(s->last);
+      ev = s->last;
+    }
+    accel_status_t st = ACCEL_SUCCESS;
+    if (ev) {
+      st = event_state(ev, "the stream's latest command", s->dev->label());
+      clReleaseEvent(ev);
+    }
+    if (st != ACCEL_SUCCESS) return st;
+    return take_deferred_error(s);
+  });
+}
+
+accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
+  return guarded("stream_synchronize", [&]() -> accel_status_t { return finish(as_stream(stream)); });
+}
+
+accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_event_t event) {
+  return guarded("stream_wait_event", [&]() -> accel_status_t {
+    auto* e = static_cast<Event*>(event);
+    Op op;
+    op.kind = Op::WaitRecord;
+    {
+      std::lock_guard<std::mutex> lock(e->mu);
+      op.rec = e->rec;  // the record at the time of the call
+    }
+    if (!op.rec) return ACCEL_SUCCESS;  // never recorded: complete
+    return stream_enqueue(as_stream(stream), std::move(op));
+  });
+}
+
+}  // namespace accel_ocl

@@ -1,0 +1,141 @@
+/*
+ * C99 consumer of accel.h and accel_plugin.h, built with
+ * -std=c99 -Wall -Wextra -Werror -pedantic: proves the headers are C99-clean
+ * and the library is usable from C. Runs against sim with 2 devices
+ * (ACCEL_PLUGIN_PATH / ACCEL_SIM_DEVICES / ACCEL_BACKEND from meson test).
+ * Prints one line per failed check and ends with "N passed, M failed".
+ */
+#include <accel/accel.h>
+#include <accel/accel_plugin.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* Compile-time checks, C99 style (no _Static_assert before C11). */
+typedef char check_plugin_size[(ACCEL_PLUGIN_API_V1_SIZE <= sizeof(accel_plugin_api_t)) ? 1 : -1];
+typedef char check_struct_size_first[(offsetof(accel_backend_info_t, struct_size) == 0) ? 1 : -1];
+typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_INTERNAL + 1) ? 1 : -1];
+
+static int g_passed;
+static int g_failed;
+
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (cond) {                                                                  \
+      ++g_passed;                                                                \
+    } else {                                                                     \
+      ++g_failed;                                                                \
+      printf("FAILED %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond,   \
+             accel_last_error());                                                \
+    }                                                                            \
+  } while (0)
+
+static void set_flag(void* p) { *(volatile int*)p = 1; }
+
+int main(void) {
+  int32_t prev = -1;
+  int32_t dev = -1;
+  int32_t least = 0;
+  int32_t greatest = 0;
+  accel_stream_t stream = NULL;
+  accel_stream_t def = NULL;
+  accel_event_t ev = NULL;
+  void* dptr = NULL;
+  unsigned char in[256];
+  unsigned char out[256];
+  volatile int flag = 0;
+  size_t i;
+  size_t nb;
+  accel_memory_stats_t stats;
+  accel_device_properties_t props;
+  accel_backend_info_t info;
+  int found_sim = 0;
+
+  CHECK(accel_is_available() == 1);
+  CHECK(accel_current_accelerator() != NULL &&
+        strcmp(accel_current_accelerator(), "sim") == 0);
+  CHECK(accel_device_count() == 2);
+  CHECK(strlen(accel_version()) > 0);
+  CHECK(strcmp(accel_status_name(ACCEL_ERROR_INVALID_DEVICE), "ACCEL_ERROR_INVALID_DEVICE") == 0);
+  CHECK(strlen(accel_status_message(ACCEL_SUCCESS)) > 0);
+
+  /* Device index semantics. */
+  CHECK(accel_current_device_index() == 0);
+  CHECK(accel_set_device_index(1) == ACCEL_SUCCESS);
+  CHECK(accel_current_device_index() == 1);
+  CHECK(accel_set_device_index(-1) == ACCEL_SUCCESS);
+  CHECK(accel_current_device_index() == 1);
+  CHECK(accel_set_device_index(2) == ACCEL_ERROR_INVALID_DEVICE);
+  CHECK(strlen(accel_last_error()) > 0);
+  CHECK(accel_exchange_device(0, &prev) == ACCEL_SUCCESS && prev == 1);
+  CHECK(accel_maybe_exchange_device(1, &prev) == ACCEL_SUCCESS && prev == 0);
+  CHECK(accel_exchange_device(-1, &prev) == ACCEL_SUCCESS && prev == 1);
+  CHECK(accel_set_device_index(0) == ACCEL_SUCCESS);
+
+  /* Streams, host functions, events. */
+  CHECK(accel_current_stream(-1, &def) == ACCEL_SUCCESS && def != NULL);
+  CHECK(accel_stream_destroy(def) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_stream_priority_range(1, &least, &greatest) == ACCEL_SUCCESS);
+  CHECK(greatest <= 0 && least >= 0);
+  CHECK(accel_stream_create(1, 0, &stream) == ACCEL_SUCCESS && stream != NULL);
+  CHECK(accel_stream_device(stream, &dev) == ACCEL_SUCCESS && dev == 1);
+  CHECK(accel_set_stream(stream) == ACCEL_SUCCESS);
+  CHECK(accel_current_device_index() == 1);
+  CHECK(accel_event_create(1, ACCEL_EVENT_ENABLE_TIMING, &ev) == ACCEL_SUCCESS);
+  CHECK(accel_event_device(ev, &dev) == ACCEL_SUCCESS && dev == 1);
+  CHECK(accel_launch_host_func(stream, set_flag, (void*)&flag) == ACCEL_SUCCESS);
+
+  /* Memory round trip through the current stream (NULL). */
+  for (i = 0; i < sizeof in; ++i) in[i] = (unsigned char)(i * 7u + 3u);
+  memset(out, 0, sizeof out);
+  CHECK(accel_malloc(-1, sizeof in, &dptr) == ACCEL_SUCCESS && dptr != NULL);
+  CHECK(accel_memcpy_async(dptr, in, sizeof in, ACCEL_MEMCPY_HOST_TO_DEVICE, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_memset_async(dptr, 0x11, 8, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_memcpy_async(out, dptr, sizeof out, ACCEL_MEMCPY_DEVICE_TO_HOST, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_event_record(ev, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_event_synchronize(ev) == ACCEL_SUCCESS);
+  CHECK(accel_event_query(ev) == ACCEL_SUCCESS);
+  CHECK(accel_stream_query(stream) == ACCEL_SUCCESS);
+  CHECK(flag == 1);
+  CHECK(out[0] == 0x11 && out[7] == 0x11);
+  CHECK(memcmp(out + 8, in + 8, sizeof in - 8) == 0);
+
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = sizeof stats;
+  CHECK(accel_memory_stats(1, &stats) == ACCEL_SUCCESS);
+  CHECK(stats.allocated_bytes >= sizeof in);
+  CHECK(accel_free(dptr) == ACCEL_SUCCESS);
+  CHECK(accel_free(dptr) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_free(NULL) == ACCEL_SUCCESS);
+  CHECK(accel_reset_peak_memory_stats(1) == ACCEL_SUCCESS);
+  CHECK(accel_synchronize(-1) == ACCEL_SUCCESS);
+
+  memset(&props, 0, sizeof props);
+  props.struct_size = sizeof props;
+  CHECK(accel_get_device_properties(1, &props) == ACCEL_SUCCESS);
+  CHECK(props.device_index == 1 && strlen(props.name) > 0);
+
+  CHECK(accel_set_stream(def) == ACCEL_SUCCESS);
+  CHECK(accel_current_device_index() == 0);
+  CHECK(accel_event_destroy(ev) == ACCEL_SUCCESS);
+  CHECK(accel_stream_destroy(stream) == ACCEL_SUCCESS);
+  CHECK(accel_stream_query(stream) == ACCEL_ERROR_INVALID_ARGUMENT);
+
+  /* Introspection. */
+  nb = accel_backend_count();
+  CHECK(nb >= 1);
+  for (i = 0; i < nb; ++i) {
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK(accel_get_backend_info(i, &info) == ACCEL_SUCCESS);
+    if (info.name != NULL && strcmp(info.name, "sim") == 0 && info.is_current == 1 &&
+        info.status == ACCEL_BACKEND_AVAILABLE && info.device_count == 2)
+      found_sim = 1;
+  }
+  CHECK(found_sim);
+  CHECK(accel_get_backend_info(nb, &info) == ACCEL_ERROR_OUT_OF_RANGE);
+  CHECK(strcmp(accel_backend_status_name(ACCEL_BACKEND_REJECTED), "rejected") == 0);
+
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,243 @@
+// Conformance: events: lifecycle, never-recorded semantics, record / query /
+// synchronize, elapsed time and its error statuses.
+#include "conformance.hpp"
+
+using namespace conf;
+using namespace std::chrono_literals;
+
+TEST_CASE("event create, device, destroy", "[events]") {
+  ThreadStateGuard guard;
+  const int32_t n = device_count();
+  for (int32_t d = 0; d < n; ++d) {
+    INFO("device " << d);
+    for (uint32_t flags : {ACCEL_EVENT_DEFAULT, ACCEL_EVENT_ENABLE_TIMING}) {
+      INFO("flags " << flags);
+      accel_event_t e = nullptr;
+      accel_status_t st = accel_event_create(d, flags, &e);
+      if (flags == ACCEL_EVENT_ENABLE_TIMING && !has_cap(ACCEL_CAP_TIMING_EVENTS)) {
+        // Without the capability timing may be refused, but only cleanly.
+        CHECK((st == ACCEL_SUCCESS || st == ACCEL_ERROR_NOT_SUPPORTED));
+        if (st != ACCEL_SUCCESS) continue;
+      }
+      INFO(describe(st));
+      REQUIRE(st == ACCEL_SUCCESS);
+      REQUIRE(e != nullptr);
+      int32_t dev = -1;
+      ACCEL_CHECK_OK(accel_event_device(e, &dev));
+      CHECK(dev == d);
+      ACCEL_CHECK_OK(accel_event_destroy(e));
+    }
+  }
+  SECTION("negative device is the current device") {
+    ACCEL_REQUIRE_OK(accel_set_device_index(n - 1));
+    Event e(-1);
+    int32_t dev = -1;
+    ACCEL_CHECK_OK(accel_event_device(e, &dev));
+    CHECK(dev == n - 1);
+  }
+  SECTION("errors") {
+    accel_event_t e = nullptr;
+    ACCEL_CHECK_ERROR(accel_event_create(0, ACCEL_EVENT_DEFAULT, nullptr),
+                      ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_create(0, 0x80u, &e), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(e == nullptr);
+    ACCEL_CHECK_ERROR(accel_event_create(0, 0xFFFFFFFFu, &e), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(e == nullptr);
+    ACCEL_CHECK_ERROR(accel_event_create(n, ACCEL_EVENT_DEFAULT, &e), ACCEL_ERROR_INVALID_DEVICE);
+    CHECK(e == nullptr);
+    int32_t dev = 42;
+    ACCEL_CHECK_ERROR(accel_event_device(nullptr, &dev), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(dev == 42);
+    Event ok(0);
+    ACCEL_CHECK_ERROR(accel_event_device(ok, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_destroy(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_query(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_synchronize(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    Stream s(0);
+    ACCEL_CHECK_ERROR(accel_event_record(nullptr, s), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("a never-recorded event is complete at once", "[events]") {
+  for (uint32_t flags : {ACCEL_EVENT_DEFAULT, ACCEL_EVENT_ENABLE_TIMING}) {
+    if (flags == ACCEL_EVENT_ENABLE_TIMING && !has_cap(ACCEL_CAP_TIMING_EVENTS)) continue;
+    INFO("flags " << flags);
+    Event e(0, flags);
+    ACCEL_CHECK_OK(accel_event_query(e));
+    auto t0 = std::chrono::steady_clock::now();
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+  }
+}
+
+TEST_CASE("record, query and synchronize follow the stream's work", "[events]") {
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    Stream s(d);
+    Event e(d);
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(accel_event_query(e));
+    // Recording on the device's default stream works as well.
+    ACCEL_REQUIRE_OK(accel_event_record(e, globals().default_streams[d]));
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+  }
+  SECTION("once the stream's last record completed, the stream is idle") {
+    // The event completes when all work before it has; nothing is queued
+    // after it, so the stream must answer SUCCESS at once (no window where
+    // the record is done but the stream still counts it as running).
+    Stream s(0);
+    Event e(0);
+    DeviceMem m(0, 4096);
+    int not_ready = 0;
+    for (int i = 0; i < 300; ++i) {
+      ACCEL_REQUIRE_OK(accel_memset_async(m.get(), i & 0xFF, 4096, s));
+      ACCEL_REQUIRE_OK(accel_event_record(e, s));
+      ACCEL_REQUIRE_OK(accel_event_synchronize(e));
+      if (accel_stream_query(s) != ACCEL_SUCCESS) ++not_ready;
+    }
+    INFO("stream_query after event_synchronize of its last record was not SUCCESS "
+         << not_ready << " times out of 300");
+    CHECK(not_ready == 0);
+  }
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+
+  SECTION("pending then complete") {
+    Stream s(0);
+    Event e(0);
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
+    gate.release();
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    CHECK(gate.done());
+    ACCEL_CHECK_OK(accel_event_query(e));
+  }
+  SECTION("event_synchronize really waits") {
+    Stream s(0);
+    Event e(0);
+    Sleeper sl(50);
+    ACCEL_REQUIRE_OK(sl.launch(s));
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    CHECK(sl.done());
+  }
+  SECTION("work queued after the record does not delay the event") {
+    Stream s(0);
+    Event e(0);
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(accel_event_query(e));
+    CHECK_FALSE(gate.done());
+    gate.release();
+  }
+  SECTION("re-recording replaces the earlier record") {
+    Stream s(0);
+    Event e(0);
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    ACCEL_REQUIRE_OK(accel_event_synchronize(e));
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_REQUIRE_OK(accel_event_record(e, s));
+    ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
+    gate.release();
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(accel_event_query(e));
+  }
+  SECTION("NULL stream records on the current stream of the event's device") {
+    ThreadStateGuard guard;
+    const int32_t d = device_count() - 1;  // not the current device when >= 2
+    Stream s(d);
+    ACCEL_REQUIRE_OK(accel_set_stream(s));
+    ACCEL_REQUIRE_OK(accel_set_device_index(0));
+    Event e(d);
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_REQUIRE_OK(accel_event_record(e, nullptr));
+    ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
+    gate.release();
+    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_REQUIRE_OK(accel_set_stream(globals().default_streams[d]));
+    if (device_count() < 2)
+      WARN("only one device: the event's device and the current device coincide");
+  }
+}
+
+TEST_CASE("elapsed time covers the work between the events", "[events][timing]") {
+  if (!need_cap(ACCEL_CAP_TIMING_EVENTS, "timing events")) return;
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  const int kSleepMs = 50;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    Stream s(d);
+    Event start(d, ACCEL_EVENT_ENABLE_TIMING), end(d, ACCEL_EVENT_ENABLE_TIMING);
+    Sleeper sl(kSleepMs);
+    ACCEL_REQUIRE_OK(accel_event_record(start, s));
+    ACCEL_REQUIRE_OK(sl.launch(s));
+    ACCEL_REQUIRE_OK(accel_event_record(end, s));
+    ACCEL_REQUIRE_OK(accel_event_synchronize(end));
+    float ms = -1.0f;
+    ACCEL_REQUIRE_OK(accel_event_elapsed_time(start, end, &ms));
+    INFO("elapsed " << ms << " ms for a " << kSleepMs << " ms host function");
+    CHECK(ms >= 0.9f * kSleepMs);
+    CHECK(ms < 60000.0f);
+    // Reversed order gives the negative.
+    float back = 0.0f;
+    ACCEL_REQUIRE_OK(accel_event_elapsed_time(end, start, &back));
+    CHECK(back <= -0.9f * kSleepMs);
+    // An event against itself is zero.
+    float zero = -1.0f;
+    ACCEL_REQUIRE_OK(accel_event_elapsed_time(start, start, &zero));
+    CHECK(zero == Approx(0.0f).margin(1e-3));
+  }
+}
+
+TEST_CASE("elapsed time error statuses", "[events][timing]") {
+  if (!need_cap(ACCEL_CAP_TIMING_EVENTS, "timing events")) return;
+  Stream s(0);
+  Event t1(0, ACCEL_EVENT_ENABLE_TIMING), t2(0, ACCEL_EVENT_ENABLE_TIMING);
+  Event plain(0, ACCEL_EVENT_DEFAULT);
+  float ms = 123.0f;
+
+  SECTION("EVENT_NOT_RECORDED") {
+    ACCEL_REQUIRE_OK(accel_event_record(t1, s));
+    ACCEL_REQUIRE_OK(accel_event_synchronize(t1));
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, t2, &ms), ACCEL_ERROR_EVENT_NOT_RECORDED);
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(t2, t1, &ms), ACCEL_ERROR_EVENT_NOT_RECORDED);
+    CHECK(ms == 123.0f);
+  }
+  SECTION("EVENT_NO_TIMING") {
+    ACCEL_REQUIRE_OK(accel_event_record(t1, s));
+    ACCEL_REQUIRE_OK(accel_event_record(plain, s));
+    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, plain, &ms), ACCEL_ERROR_EVENT_NO_TIMING);
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(plain, t1, &ms), ACCEL_ERROR_EVENT_NO_TIMING);
+    CHECK(ms == 123.0f);
+  }
+  SECTION("NOT_READY while a record is pending") {
+    if (need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) {
+      Gate gate;
+      ACCEL_REQUIRE_OK(accel_event_record(t1, s));
+      ACCEL_REQUIRE_OK(gate.launch(s));
+      ACCEL_REQUIRE_OK(accel_event_record(t2, s));
+      ACCEL_CHECK_STATUS(accel_event_elapsed_time(t1, t2, &ms), ACCEL_ERROR_NOT_READY);
+      CHECK(ms == 123.0f);
+      gate.release();
+      ACCEL_REQUIRE_OK(accel_event_synchronize(t2));
+      ACCEL_CHECK_OK(accel_event_elapsed_time(t1, t2, &ms));
+      CHECK(ms >= 0.0f);
+    }
+  }
+  SECTION("INVALID_ARGUMENT") {
+    ACCEL_REQUIRE_OK(accel_event_record(t1, s));
+    ACCEL_REQUIRE_OK(accel_event_record(t2, s));
+    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(nullptr, t2, &ms), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, nullptr, &ms), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, t2, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(ms == 123.0f);
+  }
+}

@@ -1,0 +1,387 @@
+// Conformance: current stream, stream lifecycle, priorities, queries,
+// synchronisation, host functions and cross-stream ordering.
+#include "conformance.hpp"
+
+using namespace conf;
+using namespace std::chrono_literals;
+
+namespace {
+void noop_host_fn(void*) {}
+}  // namespace
+
+TEST_CASE("current stream starts at each device's default stream", "[streams]") {
+  ThreadStateGuard guard;
+  const int32_t n = device_count();
+  std::vector<accel_stream_t> defaults;
+  for (int32_t d = 0; d < n; ++d) {
+    INFO("device " << d);
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_current_stream(d, &s));
+    REQUIRE(s != nullptr);
+    CHECK(s == globals().default_streams[d]);
+    accel_stream_t again = nullptr;
+    ACCEL_REQUIRE_OK(accel_current_stream(d, &again));
+    CHECK(again == s);  // the same handle every time
+    int32_t dev = -1;
+    ACCEL_CHECK_OK(accel_stream_device(s, &dev));
+    CHECK(dev == d);
+    int32_t prio = -99;
+    ACCEL_CHECK_OK(accel_stream_priority(s, &prio));
+    CHECK(prio == 0);
+    ACCEL_CHECK_OK(accel_stream_query(s));
+    ACCEL_CHECK_OK(accel_stream_synchronize(s));
+    // A default stream is a valid handle that destroy refuses.
+    ACCEL_CHECK_ERROR(accel_stream_destroy(s), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_OK(accel_stream_query(s));  // still alive
+    defaults.push_back(s);
+  }
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t b = a + 1; b < n; ++b) CHECK(defaults[a] != defaults[b]);
+
+  // Negative device: the current device's current stream.
+  accel_stream_t cur = nullptr;
+  ACCEL_REQUIRE_OK(accel_current_stream(-1, &cur));
+  CHECK(cur == defaults[0]);
+
+  // A fresh thread starts at the default streams too.
+  std::vector<accel_stream_t> seen(n, nullptr);
+  std::thread t([&] {
+    for (int32_t d = 0; d < n; ++d) accel_current_stream(d, &seen[d]);
+  });
+  t.join();
+  for (int32_t d = 0; d < n; ++d) CHECK(seen[d] == defaults[d]);
+
+  SECTION("errors leave the output untouched") {
+    accel_stream_t sentinel = reinterpret_cast<accel_stream_t>(uintptr_t{0x1234});
+    accel_stream_t out = sentinel;
+    ACCEL_CHECK_ERROR(accel_current_stream(n, &out), ACCEL_ERROR_INVALID_DEVICE);
+    CHECK(out == sentinel);
+    ACCEL_CHECK_ERROR(accel_current_stream(0, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("set_stream makes the stream current and switches the current device", "[streams]") {
+  ThreadStateGuard guard;
+  const int32_t n = device_count();
+
+  SECTION("on the current device") {
+    Stream s(0);
+    ACCEL_REQUIRE_OK(accel_set_stream(s));
+    accel_stream_t cur = nullptr;
+    ACCEL_REQUIRE_OK(accel_current_stream(-1, &cur));
+    CHECK(cur == s.get());
+    ACCEL_REQUIRE_OK(accel_current_stream(0, &cur));
+    CHECK(cur == s.get());
+    CHECK(accel_current_device_index() == 0);
+    // Back to the default stream before the stream goes away.
+    ACCEL_REQUIRE_OK(accel_set_stream(globals().default_streams[0]));
+    ACCEL_REQUIRE_OK(accel_current_stream(0, &cur));
+    CHECK(cur == globals().default_streams[0]);
+  }
+  SECTION("on another device") {
+    if (need_devices(2)) {
+      const int32_t other = n - 1;
+      Stream s(other);
+      ACCEL_REQUIRE_OK(accel_set_device_index(0));
+      ACCEL_REQUIRE_OK(accel_set_stream(s));
+      CHECK(accel_current_device_index() == other);
+      accel_stream_t cur = nullptr;
+      ACCEL_REQUIRE_OK(accel_current_stream(-1, &cur));
+      CHECK(cur == s.get());
+      ACCEL_REQUIRE_OK(accel_current_stream(other, &cur));
+      CHECK(cur == s.get());
+      // Device 0's current stream is untouched.
+      ACCEL_REQUIRE_OK(accel_current_stream(0, &cur));
+      CHECK(cur == globals().default_streams[0]);
+      // Switching back the device keeps each device's current stream.
+      ACCEL_REQUIRE_OK(accel_set_device_index(0));
+      ACCEL_REQUIRE_OK(accel_current_stream(other, &cur));
+      CHECK(cur == s.get());
+      ACCEL_REQUIRE_OK(accel_set_stream(globals().default_streams[other]));
+      CHECK(accel_current_device_index() == other);
+    }
+  }
+  SECTION("errors") {
+    ACCEL_CHECK_ERROR(accel_set_stream(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(accel_current_device_index() == 0);
+  }
+}
+
+TEST_CASE("stream create, device, priority, destroy", "[streams]") {
+  ThreadStateGuard guard;
+  const int32_t n = device_count();
+  for (int32_t d = 0; d < n; ++d) {
+    INFO("device " << d);
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_create(d, 0, &s));
+    REQUIRE(s != nullptr);
+    for (accel_stream_t def : globals().default_streams) CHECK(s != def);
+    int32_t dev = -1;
+    ACCEL_CHECK_OK(accel_stream_device(s, &dev));
+    CHECK(dev == d);
+    int32_t prio = -99;
+    ACCEL_CHECK_OK(accel_stream_priority(s, &prio));
+    CHECK(prio == 0);
+    ACCEL_CHECK_OK(accel_stream_query(s));
+    ACCEL_CHECK_OK(accel_stream_synchronize(s));
+    ACCEL_CHECK_OK(accel_stream_destroy(s));
+  }
+  SECTION("negative device: created on the current device") {
+    ACCEL_REQUIRE_OK(accel_set_device_index(n - 1));
+    Stream s(-1);
+    int32_t dev = -1;
+    ACCEL_CHECK_OK(accel_stream_device(s, &dev));
+    CHECK(dev == n - 1);
+  }
+  SECTION("many streams are distinct") {
+    std::vector<accel_stream_t> v;
+    for (int i = 0; i < 16; ++i) {
+      accel_stream_t s = nullptr;
+      ACCEL_REQUIRE_OK(accel_stream_create(0, 0, &s));
+      for (accel_stream_t o : v) CHECK(o != s);
+      v.push_back(s);
+    }
+    for (accel_stream_t s : v) ACCEL_CHECK_OK(accel_stream_destroy(s));
+  }
+  SECTION("errors") {
+    accel_stream_t out = nullptr;
+    ACCEL_CHECK_ERROR(accel_stream_create(0, 0, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_create(n, 0, &out), ACCEL_ERROR_INVALID_DEVICE);
+    CHECK(out == nullptr);
+    Stream s(0);
+    int32_t v = 42;
+    ACCEL_CHECK_ERROR(accel_stream_device(nullptr, &v), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_device(s, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_priority(nullptr, &v), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_priority(s, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(v == 42);
+    ACCEL_CHECK_ERROR(accel_stream_destroy(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_query(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_synchronize(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("stream priority range and clamping", "[streams]") {
+  ThreadStateGuard guard;
+  const int32_t n = device_count();
+  for (int32_t d = 0; d < n; ++d) {
+    INFO("device " << d);
+    int32_t least = -99, greatest = 99;
+    ACCEL_REQUIRE_OK(accel_stream_priority_range(d, &least, &greatest));
+    INFO("range: least " << least << ", greatest " << greatest);
+    CHECK(greatest <= 0);
+    CHECK(least >= 0);
+    // Either output may be NULL.
+    int32_t only = -99;
+    ACCEL_CHECK_OK(accel_stream_priority_range(d, &only, nullptr));
+    CHECK(only == least);
+    only = 99;
+    ACCEL_CHECK_OK(accel_stream_priority_range(d, nullptr, &only));
+    CHECK(only == greatest);
+    ACCEL_CHECK_OK(accel_stream_priority_range(d, nullptr, nullptr));
+
+    if (least == greatest)
+      WARN("device " << d << " has a single stream priority (" << least
+                     << "): clamping is all that can be checked");
+
+    struct Case {
+      int32_t asked;
+      int32_t expect;
+    };
+    const Case cases[] = {
+        {0, 0},
+        {greatest, greatest},
+        {least, least},
+        {greatest - 1, greatest},
+        {least + 1, least},
+        {INT32_MIN, greatest},
+        {INT32_MAX, least},
+    };
+    for (const Case& c : cases) {
+      INFO("asked priority " << c.asked);
+      accel_stream_t s = nullptr;
+      ACCEL_REQUIRE_OK(accel_stream_create(d, c.asked, &s));
+      int32_t p = -12345;
+      ACCEL_CHECK_OK(accel_stream_priority(s, &p));
+      CHECK(p == c.expect);
+      ACCEL_CHECK_OK(accel_stream_destroy(s));
+    }
+  }
+  SECTION("negative device is the current one") {
+    int32_t l0 = 0, g0 = 0, lc = 0, gc = 0;
+    ACCEL_REQUIRE_OK(accel_stream_priority_range(0, &l0, &g0));
+    ACCEL_REQUIRE_OK(accel_stream_priority_range(-1, &lc, &gc));
+    CHECK(l0 == lc);
+    CHECK(g0 == gc);
+  }
+  SECTION("errors") {
+    int32_t least = 7, greatest = 7;
+    ACCEL_CHECK_ERROR(accel_stream_priority_range(n, &least, &greatest),
+                      ACCEL_ERROR_INVALID_DEVICE);
+    CHECK(least == 7);
+    CHECK(greatest == 7);
+  }
+}
+
+TEST_CASE("stream_query is NOT_READY while work is queued, then SUCCESS", "[streams]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    Stream s(d);
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_CHECK_STATUS(accel_stream_query(s), ACCEL_ERROR_NOT_READY);
+    std::this_thread::sleep_for(5ms);
+    ACCEL_CHECK_STATUS(accel_stream_query(s), ACCEL_ERROR_NOT_READY);
+    CHECK_FALSE(gate.done());
+    gate.release();
+    ACCEL_CHECK_OK(accel_stream_synchronize(s));
+    CHECK(gate.done());
+    ACCEL_CHECK_OK(accel_stream_query(s));
+  }
+  SECTION("on a default stream") {
+    accel_stream_t def = globals().default_streams[0];
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(def));
+    ACCEL_CHECK_STATUS(accel_stream_query(def), ACCEL_ERROR_NOT_READY);
+    gate.release();
+    ACCEL_CHECK_OK(accel_stream_synchronize(def));
+    ACCEL_CHECK_OK(accel_stream_query(def));
+  }
+}
+
+TEST_CASE("stream_synchronize and accel_synchronize really wait", "[streams]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  ThreadStateGuard guard;
+  const int kSleepMs = 50;
+
+  SECTION("stream_synchronize") {
+    Stream s(0);
+    Sleeper sl(kSleepMs);
+    auto t0 = std::chrono::steady_clock::now();
+    ACCEL_REQUIRE_OK(sl.launch(s));
+    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    auto waited = std::chrono::steady_clock::now() - t0;
+    CHECK(sl.done());
+    CHECK(waited >= std::chrono::milliseconds(kSleepMs * 9 / 10));
+  }
+  SECTION("accel_synchronize(-1) waits for a non-default stream of the current device") {
+    const int32_t d = device_count() - 1;
+    ACCEL_REQUIRE_OK(accel_set_device_index(d));
+    Stream s(d);
+    Sleeper sl(kSleepMs);
+    ACCEL_REQUIRE_OK(sl.launch(s));
+    ACCEL_REQUIRE_OK(accel_synchronize(-1));
+    CHECK(sl.done());
+  }
+  SECTION("accel_synchronize(d) waits for every stream of device d") {
+    for (int32_t d = 0; d < device_count(); ++d) {
+      INFO("device " << d);
+      Stream s1(d), s2(d);
+      Sleeper a(kSleepMs), b(kSleepMs / 2), c(kSleepMs / 3);
+      ACCEL_REQUIRE_OK(a.launch(s1));
+      ACCEL_REQUIRE_OK(b.launch(s2));
+      ACCEL_REQUIRE_OK(c.launch(globals().default_streams[d]));
+      ACCEL_REQUIRE_OK(accel_synchronize(d));
+      CHECK(a.done());
+      CHECK(b.done());
+      CHECK(c.done());
+    }
+  }
+}
+
+TEST_CASE("host functions run in stream order", "[streams]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) {
+    // Whatever the capability says, the call must answer cleanly.
+    Stream s(0);
+    accel_status_t st = accel_launch_host_func(s, &noop_host_fn, nullptr);
+    CHECK((st == ACCEL_SUCCESS || st == ACCEL_ERROR_NOT_SUPPORTED));
+    accel_stream_synchronize(s);
+    return;
+  }
+  Stream s(0);
+  Sleeper first(20), second(1), third(0);
+  ACCEL_REQUIRE_OK(first.launch(s));
+  ACCEL_REQUIRE_OK(second.launch(s));
+  ACCEL_REQUIRE_OK(third.launch(s));
+  ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+  CHECK(first.order() < second.order());
+  CHECK(second.order() < third.order());
+
+  SECTION("user_data may be NULL") {
+    static std::atomic<int> calls{0};
+    calls = 0;
+    struct Count {
+      static void fn(void* p) {
+        if (p == nullptr) calls.fetch_add(1);
+      }
+    };
+    ACCEL_REQUIRE_OK(accel_launch_host_func(s, &Count::fn, nullptr));
+    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    CHECK(calls.load() == 1);
+  }
+  SECTION("errors") {
+    ACCEL_CHECK_ERROR(accel_launch_host_func(nullptr, &noop_host_fn, nullptr),
+                      ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_launch_host_func(s, nullptr, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("stream_wait_event orders work across two streams", "[streams][events]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  const int32_t n = device_count();
+  for (int32_t d = 0; d < n; ++d) {
+    INFO("device " << d);
+    Stream producer(d), consumer(d);
+    Event e(d);
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(producer));
+    ACCEL_REQUIRE_OK(accel_event_record(e, producer));
+    ACCEL_REQUIRE_OK(accel_stream_wait_event(consumer, e));
+    Sleeper after(0);
+    ACCEL_REQUIRE_OK(after.launch(consumer));
+
+    // The consumer must be held back by the producer's gate.
+    std::this_thread::sleep_for(30ms);
+    CHECK_FALSE(after.done());
+    ACCEL_CHECK_STATUS(accel_stream_query(consumer), ACCEL_ERROR_NOT_READY);
+    ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
+
+    gate.release();
+    ACCEL_REQUIRE_OK(accel_stream_synchronize(consumer));
+    CHECK(after.done());
+    CHECK(gate.done());
+    CHECK(gate.order() < after.order());
+    ACCEL_CHECK_OK(accel_event_query(e));
+  }
+  SECTION("the wait is on the record at the time of the call") {
+    Stream producer(0), consumer(0);
+    Event e(0);
+    ACCEL_REQUIRE_OK(accel_event_record(e, producer));
+    ACCEL_REQUIRE_OK(accel_event_synchronize(e));
+    ACCEL_REQUIRE_OK(accel_stream_wait_event(consumer, e));
+    // Re-recording after the wait must not hold the consumer back.
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(producer));
+    ACCEL_REQUIRE_OK(accel_event_record(e, producer));
+    Sleeper after(0);
+    ACCEL_REQUIRE_OK(after.launch(consumer));
+    ACCEL_CHECK_OK(accel_stream_synchronize(consumer));
+    CHECK(after.done());
+    CHECK_FALSE(gate.done());
+    gate.release();
+    ACCEL_CHECK_OK(accel_stream_synchronize(producer));
+  }
+}
+
+TEST_CASE("stream_wait_event on a never-recorded event is a no-op", "[streams][events]") {
+  Stream s(0);
+  Event e(0);
+  ACCEL_CHECK_OK(accel_stream_wait_event(s, e));
+  ACCEL_CHECK_OK(accel_stream_synchronize(s));
+  ACCEL_CHECK_OK(accel_stream_query(s));
+  SECTION("errors") {
+    ACCEL_CHECK_ERROR(accel_stream_wait_event(nullptr, e), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_wait_event(s, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}

@@ -1,0 +1,157 @@
+// info.cpp - gathers backend and device information from libaccelcore.
+#include "info.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <utility>
+
+namespace accelctl {
+
+std::string failure_detail(const char* call, accel_status_t status) {
+  std::string detail = fmt::format("{}: {} ({})", call, accel_status_name(status),
+                                   accel_status_message(status));
+  const char* last = accel_last_error();
+  if (last != nullptr && last[0] != '\0') detail += fmt::format(": {}", last);
+  return detail;
+}
+
+static std::string safe(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+std::vector<BackendEntry> gather_backends() {
+  std::vector<BackendEntry> out;
+  const size_t count = accel_backend_count();
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    accel_backend_info_t info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    BackendEntry e;
+    const accel_status_t st = accel_get_backend_info(i, &info);
+    if (st != ACCEL_SUCCESS) {
+      e.status = "unknown";
+      e.reason = failure_detail("accel_get_backend_info", st);
+      out.push_back(std::move(e));
+      continue;
+    }
+    e.name = safe(info.name);
+    e.path = safe(info.path);
+    e.status = safe(accel_backend_status_name(info.status));
+    e.reason = safe(info.reason);
+    e.abi_major = info.abi_major;
+    e.abi_minor = info.abi_minor;
+    e.priority = info.priority;
+    e.device_count = info.device_count;
+    e.capabilities = info.capabilities;
+    e.current = info.is_current != 0;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+DeviceEntry gather_device(int32_t index) {
+  DeviceEntry d;
+  d.index = index;
+  std::memset(&d.props, 0, sizeof d.props);
+  d.props.struct_size = sizeof d.props;
+  accel_status_t st = accel_get_device_properties(index, &d.props);
+  d.props_ok = st == ACCEL_SUCCESS;
+  if (!d.props_ok) d.props_error = failure_detail("accel_get_device_properties", st);
+  // Strings come from a plugin: make sure they are terminated whatever it did.
+  d.props.name[sizeof d.props.name - 1] = '\0';
+  d.props.vendor[sizeof d.props.vendor - 1] = '\0';
+  d.props.pci_bus_id[sizeof d.props.pci_bus_id - 1] = '\0';
+  d.props.architecture[sizeof d.props.architecture - 1] = '\0';
+
+  size_t free_b = 0, total_b = 0;
+  st = accel_mem_get_info(index, &free_b, &total_b);
+  if (st == ACCEL_SUCCESS) {
+    d.free_bytes = free_b;
+    d.total_bytes = total_b;
+  } else if (st != ACCEL_ERROR_NOT_SUPPORTED) {
+    d.mem_info_error = failure_detail("accel_mem_get_info", st);
+  }
+  return d;
+}
+
+std::vector<std::string> capability_words(uint32_t caps) {
+  static const std::pair<uint32_t, const char*> kWords[] = {
+      {ACCEL_CAP_NATIVE_CURRENT_DEVICE, "native_current_device"},
+      {ACCEL_CAP_FORK_SAFE, "fork_safe"},
+      {ACCEL_CAP_TIMING_EVENTS, "timing_events"},
+      {ACCEL_CAP_HOST_FUNCTIONS, "host_functions"},
+      {ACCEL_CAP_STREAM_PRIORITIES, "stream_priorities"},
+  };
+  std::vector<std::string> words;
+  uint32_t known = 0;
+  for (const auto& [bit, word] : kWords) {
+    known |= bit;
+    if ((caps & bit) != 0) words.emplace_back(word);
+  }
+  if ((caps & ~known) != 0) words.push_back(fmt::format("unknown_0x{:x}", caps & ~known));
+  return words;
+}
+
+std::string uuid_string(const uint8_t uuid[16]) {
+  std::string s;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += fmt::format("{:02x}", uuid[i]);
+  }
+  return s;
+}
+
+std::string gib_string(uint64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string display_name(const std::string& name) { return name.empty() ? "(unnamed)" : name; }
+
+nlohmann::json current_accelerator_json() {
+  const char* cur = accel_current_accelerator();
+  return cur != nullptr ? nlohmann::json(cur) : nlohmann::json(nullptr);
+}
+
+nlohmann::json to_json(const BackendEntry& e) {
+  return {
+      {"name", e.name},
+      {"path", e.path},
+      {"status", e.status},
+      {"reason", e.reason},
+      {"abi_version", fmt::format("{}.{}", e.abi_major, e.abi_minor)},
+      {"priority", e.priority},
+      {"device_count", e.device_count},
+      {"capabilities", capability_words(e.capabilities)},
+      {"current", e.current},
+  };
+}
+
+nlohmann::json to_json(const DeviceEntry& d) {
+  nlohmann::json j = {{"index", d.index}};
+  if (d.props_ok) {
+    const auto& p = d.props;
+    j["name"] = p.name;
+    j["vendor"] = p.vendor;
+    j["total_memory"] = p.total_memory;
+    j["total_memory_gib"] = static_cast<double>(p.total_memory) / (1024.0 * 1024.0 * 1024.0);
+    j["uuid"] = p.has_uuid != 0 ? nlohmann::json(uuid_string(p.uuid)) : nlohmann::json(nullptr);
+    j["pci_bus_id"] = p.pci_bus_id[0] != '\0' ? nlohmann::json(p.pci_bus_id) : nlohmann::json(nullptr);
+    j["architecture"] = p.architecture;
+    j["compute_units"] = p.compute_units;
+  } else {
+    j["error"] = d.props_error;
+  }
+  // accel_mem_get_info: {"free": bytes, "total": bytes}, null when unsupported.
+  if (d.free_bytes && d.total_bytes)
+    j["mem_info"] = {{"free", *d.free_bytes}, {"total", *d.total_bytes}};
+  else
+    j["mem_info"] = nullptr;
+  if (!d.mem_info_error.empty()) j["mem_info_error"] = d.mem_info_error;
+  return j;
+}
+
+std::string json_text(const nlohmann::json& value) {
+  return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace accelctl

@@ -1,0 +1,102 @@
+// main.cpp - accelctl command-line wiring (CLI11). No accel call happens
+// before parsing finishes: `selftest --backend` must reach ACCEL_BACKEND first.
+#include <accel/accel.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "commands.hpp"
+
+namespace {
+
+constexpr const char* kDescription =
+    "accelctl - diagnostics for the accel accelerator runtime.\n"
+    "\n"
+    "Without a subcommand: a summary of the current accelerator (or 'none' and\n"
+    "why) and one line per backend candidate (name, status, devices, reason).\n"
+    "Exits 0 even when no accelerator is available.\n"
+    "\n"
+    "Environment: ACCEL_PLUGIN_PATH (extra plugin directories, colon-separated,\n"
+    "absolute), ACCEL_BACKEND (force a backend), ACCEL_LOG_LEVEL (trace..off).";
+
+void add_json_flag(CLI::App& app, bool& json) {
+  app.add_flag("--json", json, "Print machine-readable JSON instead of text");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{kDescription, "accelctl"};
+  app.set_version_flag("--version", [] { return std::string(accel_version()); },
+                       "Print the accel library version and exit");
+  app.require_subcommand(0, 1);
+
+  bool json = false;
+  add_json_flag(app, json);
+
+  CLI::App* backends = app.add_subcommand("backends", "List every backend candidate and its status");
+  backends->footer(
+      "List every backend candidate found by discovery: name, resolved path, status\n"
+      "(available, no_devices, unavailable, rejected, duplicate), the reason for it,\n"
+      "plugin ABI version, priority, device count, declared capabilities\n"
+      "(native_current_device, fork_safe, timing_events, host_functions,\n"
+      "stream_priorities) and which one is the current accelerator (*).\n"
+      "JSON: {\"current_accelerator\", \"selection_reason\", \"backends\": [...]}.");
+  add_json_flag(*backends, json);
+
+  CLI::App* devices =
+      app.add_subcommand("devices", "Show the devices of the current accelerator");
+  devices->footer(
+      "Show the properties of every device of the current accelerator: name, vendor,\n"
+      "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"
+      "and free/total memory where the backend can tell (else 'not supported', null\n"
+      "in JSON). Exits 1 if a device could not be queried.\n"
+      "JSON: {\"current_accelerator\", \"selection_reason\", \"device_count\", \"devices\": [...]}.");
+  add_json_flag(*devices, json);
+
+  std::string backend_name;
+  CLI::App* selftest =
+      app.add_subcommand("selftest", "Run a short workload on every device (PASS/FAIL per check)");
+  selftest->footer(
+      "Run a short workload on every device of the current accelerator and print\n"
+      "each check as PASS, FAIL (with the error detail) or SKIP (capability the\n"
+      "backend does not declare): device guard, stream create/query/destroy,\n"
+      "set_stream/current_stream, event timing around a 20 ms host function,\n"
+      "event query/synchronize, 1 MiB memory round-trip (H2D, memset, D2D, D2H),\n"
+      "memory statistics, host function order, device synchronize.\n"
+      "Exits 0 if all checks passed, 1 if any failed or no accelerator is available.\n"
+      "JSON: {\"backend\", \"devices\": [{\"index\", \"checks\": [{\"name\", \"passed\",\n"
+      "\"detail\"}]}], \"passed\"}.");
+  selftest->add_option("--backend", backend_name,
+                       "Test this backend (sets ACCEL_BACKEND for this process)");
+  add_json_flag(*selftest, json);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, version or the usage error
+    return rc == 0 ? 0 : 2;
+  }
+
+  try {
+    if (selftest->parsed()) {
+      // Discovery reads ACCEL_BACKEND once, at the first accel call: set it now.
+      if (!backend_name.empty() && setenv("ACCEL_BACKEND", backend_name.c_str(), 1) != 0) {
+        std::perror("accelctl: setenv ACCEL_BACKEND");
+        return 1;
+      }
+      return accelctl::run_selftest(json);
+    }
+    if (backends->parsed()) return accelctl::run_backends(json);
+    if (devices->parsed()) return accelctl::run_devices(json);
+    return accelctl::run_summary(json);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "accelctl: error: %s\n", e.what());
+    return 1;
+  }
+}
