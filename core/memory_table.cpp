@@ -6,19 +6,22 @@
 namespace accel::core {
 
 namespace {
-std::shared_mutex g_mutex;
+// A plain mutex, not a shared_mutex: glibc's rwlock remembers the writer's
+// thread id, so the fork child (a new id) could never unlock what the
+// prepare handler locked.
+std::mutex g_mutex;
 std::map<uintptr_t, Allocation> g_table;  // by base address
 }  // namespace
 
-std::shared_mutex& allocation_mutex() { return g_mutex; }
+std::mutex& allocation_mutex() { return g_mutex; }
 
 void record_allocation(const Allocation& a) {
-  std::unique_lock lock(g_mutex);
+  std::lock_guard lock(g_mutex);
   g_table[a.base] = a;
 }
 
 bool take_allocation(const void* ptr, Allocation& out) {
-  std::unique_lock lock(g_mutex);
+  std::lock_guard lock(g_mutex);
   auto it = g_table.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_table.end()) return false;
   out = it->second;
@@ -28,7 +31,7 @@ bool take_allocation(const void* ptr, Allocation& out) {
 
 bool find_allocation(const void* ptr, Allocation& out) {
   auto p = reinterpret_cast<uintptr_t>(ptr);
-  std::shared_lock lock(g_mutex);
+  std::lock_guard lock(g_mutex);
   auto it = g_table.upper_bound(p);
   if (it == g_table.begin()) return false;
   --it;

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <shared_mutex>
+#include <mutex>
 
 #include "backend.hpp"
 
@@ -18,7 +18,7 @@ struct Allocation {
   int32_t device = 0;
 };
 
-std::shared_mutex& allocation_mutex();
+std::mutex& allocation_mutex();
 
 void record_allocation(const Allocation& a);
 // Removes the allocation starting exactly at `ptr`; false if none.

@@ -18,8 +18,14 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
   # OpenCL backend: the ICD loader, headers, and PoCL as a real CPU runtime
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  # tests' tools
-  binutils valgrind
+  # HIP backend: headers to compile against, and Debian's HIP 5.2 runtime
+  # (answers hipErrorNoDevice here: the no_devices test runs against it)
+  libamdhip64-dev
+  # Level Zero backend: the real loader (tests load a fake driver through it)
+  libze-dev libze1
+  # tests' tools: nm for the export check, cmake + pkg-config for the
+  # staged-install consumer tests
+  binutils cmake valgrind
 )
 
 missing=()

@@ -140,7 +140,10 @@ ACCEL_API int32_t accel_device_count(void);
 /* The calling thread's current device index, in [0, count); it starts at 0
  * on every thread. Returns -1 when no accelerator is available. For backends
  * with a native notion of current device (CUDA, HIP) the vendor's current
- * device is returned, so code mixing accel and the vendor API agrees.
+ * device is returned, so code mixing accel and the vendor API agrees; for
+ * those the first call initialises the vendor runtime (as
+ * torch.cuda.current_device() does), so a non-fork-safe backend is then
+ * unusable in a fork() child: count with accel_device_count() before forking.
  * torch.accelerator.current_device_index(). */
 ACCEL_API int32_t accel_current_device_index(void);
 

@@ -1,0 +1,69 @@
+// The vtable and the plugin's one exported symbol.
+//
+// Lifecycle of the hip backend:
+//  - entry: stores the host services; touches no HIP.
+//  - init: dlopens the HIP runtime (ACCEL_HIP_RUNTIME, else libamdhip64.so.6,
+//    .so.5, .so) and resolves its entry points; runs no HIP code.
+//  - device_count: the KFD topology in sysfs (no HIP code, fork-safe), else
+//    hipGetDeviceCount (count.hpp).
+//  - lazy_init: hipInit.
+// Not fork-safe once the runtime is initialised (ROCr owns threads, queues
+// and KFD state that a child does not inherit usably). The current device is
+// HIP's own (hipSetDevice/hipGetDevice), so code mixing HIP and accel agrees.
+#include "common.hpp"
+#include "ops.hpp"
+
+namespace accel_hip {
+namespace {
+
+const accel_plugin_api_t g_api = {
+    .struct_size = sizeof(accel_plugin_api_t),
+    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
+    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
+    .name = "hip",
+    .priority = 300,
+    .capabilities = ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
+                    ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES,
+    .init = op_init,
+    .device_count = op_device_count,
+    .lazy_init = op_lazy_init,
+    .get_device_properties = op_get_device_properties,
+    .get_current_device = op_get_current_device,
+    .set_current_device = op_set_current_device,
+    .device_synchronize = op_device_synchronize,
+    .stream_priority_range = op_stream_priority_range,
+    .stream_create = op_stream_create,
+    .stream_destroy = op_stream_destroy,
+    .default_stream = op_default_stream,
+    .stream_query = op_stream_query,
+    .stream_synchronize = op_stream_synchronize,
+    .stream_wait_event = op_stream_wait_event,
+    .launch_host_func = op_launch_host_func,
+    .event_create = op_event_create,
+    .event_destroy = op_event_destroy,
+    .event_record = op_event_record,
+    .event_query = op_event_query,
+    .event_synchronize = op_event_synchronize,
+    .event_elapsed_time = op_event_elapsed_time,
+    .mem_alloc = op_mem_alloc,
+    .mem_free = op_mem_free,
+    .memcpy_async = op_memcpy_async,
+    .memset_async = op_memset_async,
+    .mem_get_info = op_mem_get_info,
+};
+
+}  // namespace
+}  // namespace accel_hip
+
+extern "C" ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(
+    uint32_t abi_major, uint32_t abi_minor, const accel_host_services_t* host) {
+  using namespace accel_hip;
+  if (host == nullptr) return nullptr;
+  g_host = host;
+  if (abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
+    log(ACCEL_LOG_WARN, format("hip plugin: core ABI %u.%u is not supported (plugin ABI %u.%u)",
+                               abi_major, abi_minor, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR));
+    return nullptr;
+  }
+  return &g_api;
+}

@@ -1,0 +1,3 @@
+cmake -S . -B build
+cmake --build build
+ACCEL_SIM_DEVICES=2 ./build/hello

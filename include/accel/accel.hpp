@@ -1,0 +1,928 @@
+/*
+ * accel.hpp - header-only C++20 layer over accel.h.
+ *
+ * Everything here is a thin inline wrapper: every operation is one or two
+ * calls of the C API in accel.h, whose comments are the reference for
+ * semantics, units and statuses (this file says only what the C++ layer
+ * adds). There is no second implementation and nothing to link but
+ * libaccelcore.
+ *
+ * What the layer adds:
+ *  - errors: a failing C call throws accel::Error, which carries the
+ *    accel_status_t and the calling thread's accel_last_error() text taken at
+ *    the moment of failure;
+ *  - ownership: Stream, Event and DeviceBuffer<T> are move-only RAII handles
+ *    (destroy/free in the destructor); DeviceIndexGuard and StreamGuard
+ *    restore the calling thread's current device / stream on scope exit,
+ *    also when an exception unwinds;
+ *  - std::optional<int> where the C API takes "a negative index means the
+ *    current device" (an empty optional is torch's None);
+ *  - any callable as a host function, std::span for copies,
+ *    std::chrono::duration for elapsed times.
+ *
+ * Errors that cannot be thrown (a destructor failing to destroy or restore
+ * something, an exception escaping a host function on a backend thread) go
+ * to one process-wide handler, set_error_handler(); the default handler
+ * writes one line to stderr. Destructors are noexcept.
+ *
+ * Threading: the free functions and the const member functions are as
+ * thread-safe as the C functions they call (all are). One wrapper object must
+ * not be moved, assigned or destroyed while another thread uses it, like any
+ * C++ object. Current device and current stream are per-thread state, so the
+ * guards act on the thread that constructs them and must be destroyed on that
+ * thread.
+ *
+ * Requires C++20 (std::span, designated initialisers in the examples).
+ * Names follow torch.accelerator and torch.Stream / torch.Event.
+ */
+#ifndef ACCEL_ACCEL_HPP
+#define ACCEL_ACCEL_HPP
+
+#if __cplusplus < 202002L
+#error "accel.hpp needs C++20 (-std=c++20); from C or older C++ use accel.h"
+#endif
+
+#include <accel/accel.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace accel {
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A failed accel call. status() is the C status; message() is the calling
+ * thread's accel_last_error() detail at the time of the failure (backend,
+ * vendor call, vendor code, valid range); what() is
+ * "<operation>: <STATUS_NAME>: <message>". Never thrown for
+ * ACCEL_ERROR_NOT_READY by query() functions: they return false instead. */
+class Error : public std::runtime_error {
+ public:
+  Error(accel_status_t status, std::string message, std::string_view operation = {})
+      : std::runtime_error(compose(status, message, operation)),
+        status_(status),
+        message_(std::move(message)),
+        operation_(operation) {}
+
+  /* The C status (never ACCEL_SUCCESS). */
+  accel_status_t status() const noexcept { return status_; }
+  /* "ACCEL_ERROR_INVALID_DEVICE" (accel_status_name). */
+  const char* status_name() const noexcept { return accel_status_name(status_); }
+  /* The accel_last_error() detail; the generic accel_status_message() text
+   * when the library left no detail. */
+  const std::string& message() const noexcept { return message_; }
+  /* The operation that failed ("accel_stream_create", ...). */
+  const std::string& operation() const noexcept { return operation_; }
+
+ private:
+  static std::string compose(accel_status_t status, const std::string& message,
+                             std::string_view operation) {
+    std::string s;
+    if (!operation.empty()) {
+      s.append(operation);
+      s += ": ";
+    }
+    s += accel_status_name(status);
+    s += ": ";
+    s += message;
+    return s;
+  }
+
+  accel_status_t status_;
+  std::string message_;
+  std::string operation_;
+};
+
+/* Receives errors that cannot be thrown: `context` says where ("~Stream",
+ * "host function", ...), `message` what happened. Called on the thread where
+ * it happened (a backend thread for host functions); must not throw. */
+using ErrorHandler = void (*)(const char* context, const char* message) noexcept;
+
+namespace detail {
+
+inline void default_error_handler(const char* context, const char* message) noexcept {
+  std::fprintf(stderr, "accel: %s: %s\n", context, message);
+}
+
+inline std::atomic<ErrorHandler>& error_handler_slot() noexcept {
+  static std::atomic<ErrorHandler> slot{&default_error_handler};
+  return slot;
+}
+
+inline void report(const char* context, const char* message) noexcept {
+  error_handler_slot().load(std::memory_order_acquire)(context, message);
+}
+
+/* Reports a failed C call from a destructor. */
+inline void report_status(const char* context, accel_status_t st) noexcept {
+  if (st == ACCEL_SUCCESS) return;
+  try {
+    std::string msg = accel_status_name(st);
+    msg += ": ";
+    msg += accel_last_error();
+    report(context, msg.c_str());
+  } catch (...) {
+    report(context, accel_status_name(st));
+  }
+}
+
+/* Throws accel::Error for any status but ACCEL_SUCCESS. */
+inline void check(accel_status_t st, const char* operation) {
+  if (st == ACCEL_SUCCESS) return;
+  const char* detail = accel_last_error();
+  throw Error(st, (detail != nullptr && *detail != '\0') ? detail : accel_status_message(st),
+              operation);
+}
+
+/* The C spelling of an optional device: empty is -1, "the current device". */
+constexpr int32_t c_device(std::optional<int> device) noexcept {
+  return device.has_value() ? static_cast<int32_t>(*device) : -1;
+}
+
+}  // namespace detail
+
+/* Installs `handler` (nullptr: the default, one line on stderr) and returns
+ * the previous one. Thread-safe. */
+inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
+  if (handler == nullptr) handler = &detail::default_error_handler;
+  return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
+}
+
+/* ------------------------------------------------------------------------ */
+/* torch.accelerator                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Library version ("0.1.0"). accel_version. */
+inline std::string version() { return accel_version(); }
+
+/* True when a current accelerator exists. Never fails.
+ * torch.accelerator.is_available. */
+inline bool is_available() noexcept { return accel_is_available() != 0; }
+
+/* Backend name of the current accelerator ("cuda", "sim", ...), or empty
+ * when there is none. torch.accelerator.current_accelerator. */
+inline std::optional<std::string> current_accelerator() {
+  const char* name = accel_current_accelerator();
+  if (name == nullptr) return std::nullopt;
+  return std::string(name);
+}
+
+/* Why the current accelerator is what it is, or why there is none.
+ * accel_selection_reason. */
+inline std::string selection_reason() { return accel_selection_reason(); }
+
+/* Devices of the current accelerator; 0 when none. Never fails, never
+ * creates a vendor context (fork-safe). torch.accelerator.device_count. */
+inline int device_count() noexcept { return static_cast<int>(accel_device_count()); }
+
+/* The calling thread's current device index; -1 when no accelerator is
+ * available. torch.accelerator.current_device_index. */
+inline int current_device_index() noexcept {
+  return static_cast<int>(accel_current_device_index());
+}
+
+/* Makes `device` the calling thread's current device. Empty or negative: no
+ * change (torch's None). Throws Error (ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_NO_ACCELERATOR, ...). torch.accelerator.set_device_index. */
+inline void set_device_index(std::optional<int> device) {
+  detail::check(accel_set_device_index(detail::c_device(device)), "accel_set_device_index");
+}
+
+/* Makes `device` current and returns the index current before (empty or
+ * negative: returns the current index and changes nothing).
+ * accel_exchange_device. */
+inline int exchange_device(std::optional<int> device) {
+  int32_t previous = -1;
+  detail::check(accel_exchange_device(detail::c_device(device), &previous),
+                "accel_exchange_device");
+  return static_cast<int>(previous);
+}
+
+/* As exchange_device, without creating a vendor context that does not exist
+ * yet. accel_maybe_exchange_device. */
+inline int maybe_exchange_device(std::optional<int> device) {
+  int32_t previous = -1;
+  detail::check(accel_maybe_exchange_device(detail::c_device(device), &previous),
+                "accel_maybe_exchange_device");
+  return static_cast<int>(previous);
+}
+
+/* Waits for all work on every stream of `device` (empty: the current
+ * device). Returns at once if the backend was never initialised.
+ * torch.accelerator.synchronize. */
+inline void synchronize(std::optional<int> device = {}) {
+  detail::check(accel_synchronize(detail::c_device(device)), "accel_synchronize");
+}
+
+/* Stream priorities of a device: 0 is the default, lower is higher priority,
+ * so greatest <= 0 <= least. accel_stream_priority_range. */
+struct PriorityRange {
+  int least = 0;
+  int greatest = 0;
+};
+
+inline PriorityRange stream_priority_range(std::optional<int> device = {}) {
+  int32_t least = 0, greatest = 0;
+  detail::check(accel_stream_priority_range(detail::c_device(device), &least, &greatest),
+                "accel_stream_priority_range");
+  return PriorityRange{static_cast<int>(least), static_cast<int>(greatest)};
+}
+
+/* ------------------------------------------------------------------------ */
+/* DeviceIndexGuard                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Scoped current device of the calling thread: torch.accelerator.device_index
+ * as a C++ scope. The constructor makes `device` current
+ * (accel_exchange_device) and remembers the index current before; the
+ * destructor makes that index current again (accel_maybe_exchange_device,
+ * as torch's __exit__ does), also during exception unwinding. An empty
+ * optional or a negative index makes the guard a no-op (torch's None).
+ *
+ * The constructor throws Error when `device` is invalid (nothing changes
+ * then). The destructor never throws: a failed restore goes to the error
+ * handler. Not copyable or movable; construct and destroy it on one thread.
+ * Guards nest (inner restores to outer's device, outer to the original). */
+class DeviceIndexGuard {
+ public:
+  explicit DeviceIndexGuard(std::optional<int> device) {
+    if (!device.has_value() || *device < 0) return;
+    int32_t previous = -1;
+    detail::check(accel_exchange_device(static_cast<int32_t>(*device), &previous),
+                  "accel_exchange_device");
+    previous_ = previous;
+    active_ = true;
+  }
+
+  ~DeviceIndexGuard() noexcept {
+    if (!active_ || previous_ < 0) return;
+    int32_t ignored = -1;
+    detail::report_status("~DeviceIndexGuard: restoring the device",
+                          accel_maybe_exchange_device(previous_, &ignored));
+  }
+
+  DeviceIndexGuard(const DeviceIndexGuard&) = delete;
+  DeviceIndexGuard& operator=(const DeviceIndexGuard&) = delete;
+  DeviceIndexGuard(DeviceIndexGuard&&) = delete;
+  DeviceIndexGuard& operator=(DeviceIndexGuard&&) = delete;
+
+  /* True when the guard changed the device and will restore it. */
+  bool active() const noexcept { return active_; }
+  /* The index current before the guard (what the destructor restores); the
+   * current index for a no-op guard. */
+  int original_device() const noexcept {
+    return active_ ? static_cast<int>(previous_) : current_device_index();
+  }
+
+ private:
+  int32_t previous_ = -1;
+  bool active_ = false;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                     */
+/* ------------------------------------------------------------------------ */
+
+class Stream;
+
+/* Options of Event's constructor (torch.Event(device, enable_timing=...)). */
+struct EventOptions {
+  /* Record timestamps so elapsed_time() works (ACCEL_EVENT_ENABLE_TIMING). */
+  bool enable_timing = false;
+  /* Device of the event; empty: the calling thread's current device. */
+  std::optional<int> device = std::nullopt;
+};
+
+/* A move-only owning event handle (accel_event_create / _destroy). A
+ * moved-from Event holds no handle; every operation on it throws Error
+ * (ACCEL_ERROR_INVALID_ARGUMENT). */
+class Event {
+ public:
+  /* accel_event_create. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when timing
+   * is asked of a backend without timing events, ACCEL_ERROR_INVALID_DEVICE,
+   * ...). Usage: accel::Event start({.enable_timing = true}); */
+  explicit Event(EventOptions options = {}) {
+    detail::check(accel_event_create(detail::c_device(options.device),
+                                     options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING
+                                                           : ACCEL_EVENT_DEFAULT,
+                                     &handle_),
+                  "accel_event_create");
+    timing_ = options.enable_timing;
+  }
+
+  ~Event() noexcept { reset(); }
+
+  Event(Event&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), timing_(other.timing_) {}
+  Event& operator=(Event&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+      timing_ = other.timing_;
+    }
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  /* Records the event on the current stream of its device
+   * (accel_event_record with NULL). */
+  void record() { detail::check(accel_event_record(handle_, nullptr), "accel_event_record"); }
+  /* Records the event on `stream` (same device and backend, else
+   * ACCEL_ERROR_DEVICE_MISMATCH). Defined after Stream. */
+  void record(const Stream& stream);
+
+  /* True when the last record has completed or the event was never
+   * recorded; false while pending. Never blocks. accel_event_query. */
+  bool query() const {
+    const accel_status_t st = accel_event_query(handle_);
+    if (st == ACCEL_ERROR_NOT_READY) return false;
+    detail::check(st, "accel_event_query");
+    return true;
+  }
+
+  /* Blocks until the last record completes (at once if never recorded).
+   * accel_event_synchronize. */
+  void synchronize() const {
+    detail::check(accel_event_synchronize(handle_), "accel_event_synchronize");
+  }
+
+  /* Time from this event's completion to `end`'s, in milliseconds (may be
+   * negative). Both need timing, a completed record, one device: else Error
+   * with ACCEL_ERROR_EVENT_NO_TIMING, _EVENT_NOT_RECORDED, _NOT_READY or
+   * _DEVICE_MISMATCH. accel_event_elapsed_time / torch.Event.elapsed_time. */
+  std::chrono::duration<double, std::milli> elapsed_time(const Event& end) const {
+    float ms = 0.0f;
+    detail::check(accel_event_elapsed_time(handle_, end.handle_, &ms),
+                  "accel_event_elapsed_time");
+    return std::chrono::duration<double, std::milli>(static_cast<double>(ms));
+  }
+
+  /* Device index of the event. accel_event_device. */
+  int device() const {
+    int32_t d = -1;
+    detail::check(accel_event_device(handle_, &d), "accel_event_device");
+    return static_cast<int>(d);
+  }
+
+  /* Whether the event was created with timing. */
+  bool timing_enabled() const noexcept { return timing_; }
+
+  /* The C handle, still owned by this object (NULL when moved from). */
+  accel_event_t handle() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /* Gives up ownership: the caller must accel_event_destroy the handle. */
+  accel_event_t release() noexcept { return std::exchange(handle_, nullptr); }
+
+ private:
+  void reset() noexcept {
+    if (handle_ != nullptr)
+      detail::report_status("~Event: accel_event_destroy",
+                            accel_event_destroy(std::exchange(handle_, nullptr)));
+  }
+
+  accel_event_t handle_ = nullptr;
+  bool timing_ = false;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                    */
+/* ------------------------------------------------------------------------ */
+
+namespace detail {
+
+/* Runs the heap-allocated callable once, deletes it, and keeps exceptions
+ * from reaching the backend's thread (they go to the error handler). */
+template <class Fn>
+void host_trampoline(void* user_data) noexcept {
+  std::unique_ptr<Fn> fn(static_cast<Fn*>(user_data));
+  try {
+    (*fn)();
+  } catch (const std::exception& e) {
+    report("host function threw", e.what());
+  } catch (...) {
+    report("host function threw", "an exception not derived from std::exception");
+  }
+}
+
+}  // namespace detail
+
+/* A stream handle (torch.Stream). Owning when made by create(): the
+ * destructor calls accel_stream_destroy (queued work still completes; the
+ * stream must not be any thread's current stream then). Non-owning when it
+ * wraps a stream the library or someone else owns (current(), borrow(),
+ * default streams): the destructor does nothing. Move-only; a moved-from
+ * Stream holds no handle and every operation on it throws Error
+ * (ACCEL_ERROR_INVALID_ARGUMENT). */
+class Stream {
+ public:
+  /* A new stream on `device` (empty: current) with `priority` (0 default,
+   * lower is higher priority, clamped into stream_priority_range()).
+   * accel_stream_create. */
+  static Stream create(std::optional<int> device = {}, int priority = 0) {
+    accel_stream_t s = nullptr;
+    detail::check(accel_stream_create(detail::c_device(device), static_cast<int32_t>(priority), &s),
+                  "accel_stream_create");
+    return Stream(s, true);
+  }
+
+  /* The calling thread's current stream on `device` (empty: the current
+   * device), non-owning; the device's default stream unless set_stream() or
+   * a StreamGuard changed it. accel_current_stream /
+   * torch.accelerator.current_stream. */
+  static Stream current(std::optional<int> device = {}) {
+    accel_stream_t s = nullptr;
+    detail::check(accel_current_stream(detail::c_device(device), &s), "accel_current_stream");
+    return Stream(s, false);
+  }
+
+  /* Wraps a C handle without taking ownership. */
+  static Stream borrow(accel_stream_t stream) noexcept { return Stream(stream, false); }
+  /* Takes ownership of a handle from accel_stream_create. */
+  static Stream adopt(accel_stream_t stream) noexcept { return Stream(stream, true); }
+
+  ~Stream() noexcept { reset(); }
+
+  Stream(Stream&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), owning_(std::exchange(other.owning_, false)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+      owning_ = std::exchange(other.owning_, false);
+    }
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /* A non-owning Stream for the same handle (valid while this one lives). */
+  Stream view() const noexcept { return Stream(handle_, false); }
+
+  /* True when all queued work has completed; false while busy. Never
+   * blocks. accel_stream_query. */
+  bool query() const {
+    const accel_status_t st = accel_stream_query(handle_);
+    if (st == ACCEL_ERROR_NOT_READY) return false;
+    detail::check(st, "accel_stream_query");
+    return true;
+  }
+
+  /* Blocks until all queued work has completed. accel_stream_synchronize. */
+  void synchronize() const {
+    detail::check(accel_stream_synchronize(handle_), "accel_stream_synchronize");
+  }
+
+  /* Future work on this stream waits for `event`'s current record; the host
+   * does not block. The event must be of this stream's device and backend
+   * (else ACCEL_ERROR_DEVICE_MISMATCH). accel_stream_wait_event. */
+  void wait(const Event& event) const {
+    detail::check(accel_stream_wait_event(handle_, event.handle()), "accel_stream_wait_event");
+  }
+
+  /* Future work on this stream waits for all work queued on `other` so far
+   * (torch.Stream.wait_stream): records an internal event on `other` and
+   * waits for it. Both streams must be of one device and backend (else
+   * ACCEL_ERROR_DEVICE_MISMATCH, as the C API rules). */
+  void wait(const Stream& other) const {
+    if (other.handle_ == handle_ && handle_ != nullptr) return;  // in order already
+    Event marker({.enable_timing = false, .device = other.device()});
+    marker.record(other);
+    wait(marker);
+  }
+
+  /* Records `event` on this stream. accel_event_record. */
+  void record(Event& event) const {
+    detail::check(accel_event_record(event.handle(), handle_), "accel_event_record");
+  }
+
+  /* A new event of this stream's device, recorded here
+   * (torch.Stream.record_event). */
+  Event record_event(bool enable_timing = false) const {
+    Event e({.enable_timing = enable_timing, .device = device()});
+    record(e);
+    return e;
+  }
+
+  /* Queues `fn()` in stream order, run on a backend-owned thread
+   * (accel_launch_host_func). `fn` is any callable taking no arguments; it
+   * is moved (or copied) into a heap holder that is deleted right after the
+   * call. It must not wait on this stream (synchronize it, or an event
+   * recorded after it). An exception escaping `fn` is caught on the backend
+   * thread and passed to the error handler (set_error_handler); the stream
+   * goes on. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when the backend has no
+   * host functions, ...); `fn` is then destroyed without being called. */
+  template <class F>
+  void launch_host_func(F&& fn) const {
+    using Fn = std::decay_t<F>;
+    static_assert(std::is_invocable_v<Fn&>, "launch_host_func needs a callable taking no arguments");
+    auto holder = std::make_unique<Fn>(std::forward<F>(fn));
+    detail::check(accel_launch_host_func(handle_, &detail::host_trampoline<Fn>, holder.get()),
+                  "accel_launch_host_func");
+    // Queued: the trampoline owns it now (it may already have run).
+    (void)holder.release();
+  }
+
+  /* Device index of the stream. accel_stream_device. */
+  int device() const {
+    int32_t d = -1;
+    detail::check(accel_stream_device(handle_, &d), "accel_stream_device");
+    return static_cast<int>(d);
+  }
+
+  /* The (clamped) priority; 0 for default streams. accel_stream_priority. */
+  int priority() const {
+    int32_t p = 0;
+    detail::check(accel_stream_priority(handle_, &p), "accel_stream_priority");
+    return static_cast<int>(p);
+  }
+
+  /* The C handle (NULL when moved from); still owned by this object when
+   * owns() is true. */
+  accel_stream_t handle() const noexcept { return handle_; }
+  bool owns() const noexcept { return owning_; }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /* Gives up ownership (if any) and returns the handle. */
+  accel_stream_t release() noexcept {
+    owning_ = false;
+    return std::exchange(handle_, nullptr);
+  }
+
+  /* Same handle. */
+  friend bool operator==(const Stream& a, const Stream& b) noexcept {
+    return a.handle_ == b.handle_;
+  }
+
+ private:
+  Stream(accel_stream_t handle, bool owning) noexcept : handle_(handle), owning_(owning) {}
+
+  void reset() noexcept {
+    accel_stream_t h = std::exchange(handle_, nullptr);
+    if (h != nullptr && std::exchange(owning_, false))
+      detail::report_status("~Stream: accel_stream_destroy", accel_stream_destroy(h));
+    owning_ = false;
+  }
+
+  accel_stream_t handle_ = nullptr;
+  bool owning_ = false;
+};
+
+inline void Event::record(const Stream& stream) {
+  detail::check(accel_event_record(handle_, stream.handle()), "accel_event_record");
+}
+
+/* The calling thread's current stream (non-owning). torch.accelerator.current_stream. */
+inline Stream current_stream(std::optional<int> device = {}) { return Stream::current(device); }
+
+/* Makes `stream` the calling thread's current stream on its device and that
+ * device current. accel_set_stream / torch.accelerator.set_stream. */
+inline void set_stream(const Stream& stream) {
+  detail::check(accel_set_stream(stream.handle()), "accel_set_stream");
+}
+
+/* ------------------------------------------------------------------------ */
+/* StreamGuard                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Scoped current stream, like entering a torch.Stream (with c10::StreamGuard's
+ * full restore): the constructor makes `stream` the calling thread's current
+ * stream on its device and that device current (accel_set_stream); the
+ * destructor makes the stream that was current on that device current again
+ * and then the device that was current before, also during unwinding.
+ * `stream` must outlive the guard. Throws Error from the constructor (nothing
+ * changes then); the destructor never throws (failures go to the error
+ * handler). Not copyable or movable; one thread. */
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream) {
+    const int32_t device = static_cast<int32_t>(stream.device());
+    accel_stream_t previous = nullptr;
+    detail::check(accel_current_stream(device, &previous), "accel_current_stream");
+    const int32_t previous_device = accel_current_device_index();
+    detail::check(accel_set_stream(stream.handle()), "accel_set_stream");
+    previous_stream_ = previous;
+    previous_device_ = previous_device;
+  }
+
+  ~StreamGuard() noexcept {
+    detail::report_status("~StreamGuard: restoring the stream", accel_set_stream(previous_stream_));
+    if (previous_device_ >= 0)
+      detail::report_status("~StreamGuard: restoring the device",
+                            accel_set_device_index(previous_device_));
+  }
+
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+  StreamGuard(StreamGuard&&) = delete;
+  StreamGuard& operator=(StreamGuard&&) = delete;
+
+  /* The device current before the guard. */
+  int original_device() const noexcept { return static_cast<int>(previous_device_); }
+  /* The stream current on the guarded stream's device before the guard
+   * (non-owning). */
+  Stream original_stream() const noexcept { return Stream::borrow(previous_stream_); }
+
+ private:
+  accel_stream_t previous_stream_ = nullptr;
+  int32_t previous_device_ = -1;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A typed, move-only allocation of device memory (accel_malloc / accel_free)
+ * holding size() elements of T. T must be trivially copyable: the bytes are
+ * moved by memcpy-like copies, no constructor ever runs on the device.
+ * data() is a device pointer, not dereferenceable on the host.
+ *
+ * Copies are asynchronous on the given stream (by default the current stream
+ * of the buffer's device): host memory must stay valid and unchanged until
+ * the copy completes (synchronize the stream or an event recorded after it).
+ * The destructor frees the memory at once (accel_free is not stream-ordered):
+ * make sure no queued work still uses it. A size-0 buffer allocates nothing. */
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  /* An empty buffer (no memory). */
+  DeviceBuffer() noexcept = default;
+
+  /* `count` elements on `device` (empty: current), uninitialised.
+   * Throws Error (ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_INVALID_DEVICE, ...). */
+  explicit DeviceBuffer(std::size_t count, std::optional<int> device = {}) {
+    if (count > SIZE_MAX / sizeof(T))
+      throw Error(ACCEL_ERROR_OUT_OF_MEMORY,
+                  std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
+                      " bytes overflow size_t",
+                  "DeviceBuffer");
+    if (device.has_value() && *device >= 0) {
+      device_ = *device;
+    } else {
+      device_ = current_device_index();
+    }
+    if (count == 0) return;
+    void* p = nullptr;
+    detail::check(accel_malloc(static_cast<int32_t>(device_), count * sizeof(T), &p),
+                  "accel_malloc");
+    ptr_ = static_cast<T*>(p);
+    size_ = count;
+  }
+
+  ~DeviceBuffer() noexcept { reset(); }
+
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        device_(other.device_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      device_ = other.device_;
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  /* Elements, bytes, emptiness. */
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  bool empty() const noexcept { return size_ == 0; }
+  /* The device pointer (nullptr when empty). */
+  T* data() noexcept { return ptr_; }
+  const T* data() const noexcept { return ptr_; }
+  /* Device the memory lives on (-1 for a default-constructed buffer). */
+  int device() const noexcept { return device_; }
+
+  /* Queues a host-to-device copy of `src` into elements
+   * [offset, offset + src.size()) on `stream`. Throws Error
+   * (ACCEL_ERROR_INVALID_ARGUMENT when the range does not fit,
+   * ACCEL_ERROR_DEVICE_MISMATCH when the stream is of another device, ...). */
+  void copy_from(std::span<const T> src, const Stream& stream, std::size_t offset = 0) {
+    check_range(offset, src.size(), "DeviceBuffer::copy_from");
+    if (src.empty()) return;
+    detail::check(accel_memcpy_async(ptr_ + offset, src.data(), src.size_bytes(),
+                                     ACCEL_MEMCPY_HOST_TO_DEVICE, stream.handle()),
+                  "accel_memcpy_async");
+  }
+  void copy_from(std::span<const T> src, std::size_t offset = 0) {
+    copy_from(src, Stream::current(device_), offset);
+  }
+
+  /* Queues a device-to-host copy of elements [offset, offset + dst.size())
+   * into `dst` on `stream`. */
+  void copy_to(std::span<T> dst, const Stream& stream, std::size_t offset = 0) const {
+    check_range(offset, dst.size(), "DeviceBuffer::copy_to");
+    if (dst.empty()) return;
+    detail::check(accel_memcpy_async(dst.data(), ptr_ + offset, dst.size_bytes(),
+                                     ACCEL_MEMCPY_DEVICE_TO_HOST, stream.handle()),
+                  "accel_memcpy_async");
+  }
+  void copy_to(std::span<T> dst, std::size_t offset = 0) const {
+    copy_to(dst, Stream::current(device_), offset);
+  }
+
+  /* Queues a device-to-device copy of all of `src` (same device, same
+   * size) into this buffer. */
+  void copy_from(const DeviceBuffer& src, const Stream& stream) {
+    if (src.size_ != size_)
+      throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "source has " + std::to_string(src.size_) + " elements, destination " +
+                      std::to_string(size_),
+                  "DeviceBuffer::copy_from");
+    if (size_ == 0) return;
+    detail::check(accel_memcpy_async(ptr_, src.ptr_, size_bytes(), ACCEL_MEMCPY_DEVICE_TO_DEVICE,
+                                     stream.handle()),
+                  "accel_memcpy_async");
+  }
+
+  /* Queues setting every byte to (unsigned char)value on `stream`.
+   * accel_memset_async. */
+  void fill_bytes(int value, const Stream& stream) {
+    if (size_ == 0) return;
+    detail::check(accel_memset_async(ptr_, value, size_bytes(), stream.handle()),
+                  "accel_memset_async");
+  }
+  void fill_bytes(int value) { fill_bytes(value, Stream::current(device_)); }
+
+  /* Gives up ownership: the caller must accel_free the pointer. */
+  T* release() noexcept {
+    size_ = 0;
+    return std::exchange(ptr_, nullptr);
+  }
+
+ private:
+  void check_range(std::size_t offset, std::size_t count, const char* op) const {
+    if (offset > size_ || count > size_ - offset)
+      throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                      std::to_string(count) + ") do not fit a buffer of " +
+                      std::to_string(size_) + " elements",
+                  op);
+  }
+
+  void reset() noexcept {
+    if (ptr_ != nullptr)
+      detail::report_status("~DeviceBuffer: accel_free", accel_free(std::exchange(ptr_, nullptr)));
+    size_ = 0;
+  }
+
+  T* ptr_ = nullptr;
+  std::size_t size_ = 0;
+  int device_ = -1;
+};
+
+/* Allocation statistics counted by accel (torch.accelerator.memory_allocated,
+ * max_memory_allocated, ...). Bytes unless named a count. */
+struct MemoryStats {
+  std::uint64_t allocated_bytes = 0;       /* bytes currently allocated */
+  std::uint64_t peak_allocated_bytes = 0;  /* max of allocated_bytes since start or reset */
+  std::uint64_t allocation_count = 0;      /* live allocations */
+  std::uint64_t total_allocations = 0;     /* successful allocations since start */
+};
+
+/* accel_memory_stats for `device` (empty: current). Does not initialise the
+ * backend. */
+inline MemoryStats memory_stats(std::optional<int> device = {}) {
+  accel_memory_stats_t s{};
+  s.struct_size = sizeof s;
+  detail::check(accel_memory_stats(detail::c_device(device), &s), "accel_memory_stats");
+  return MemoryStats{s.allocated_bytes, s.peak_allocated_bytes, s.allocation_count,
+                     s.total_allocations};
+}
+
+/* Sets the peak to the bytes allocated now. accel_reset_peak_memory_stats. */
+inline void reset_peak_memory_stats(std::optional<int> device = {}) {
+  detail::check(accel_reset_peak_memory_stats(detail::c_device(device)),
+                "accel_reset_peak_memory_stats");
+}
+
+/* Free and total device memory in bytes, as the backend reports it.
+ * accel_mem_get_info / torch.cuda.mem_get_info. */
+struct MemoryInfo {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
+
+inline MemoryInfo mem_get_info(std::optional<int> device = {}) {
+  MemoryInfo info;
+  detail::check(accel_mem_get_info(detail::c_device(device), &info.free_bytes, &info.total_bytes),
+                "accel_mem_get_info");
+  return info;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device properties and backends                                             */
+/* ------------------------------------------------------------------------ */
+
+/* accel_device_properties_t with owned strings. */
+struct DeviceProperties {
+  std::string name;                                   /* "NVIDIA H200" */
+  std::string vendor;                                 /* "NVIDIA", "AMD", ... */
+  std::uint64_t total_memory = 0;                     /* bytes */
+  std::optional<std::array<std::uint8_t, 16>> uuid;   /* empty when unknown */
+  std::string pci_bus_id;                             /* "0000:65:00.0"; "" when unknown */
+  std::string architecture;                           /* "sm_90", "gfx90a", ... */
+  int compute_units = 0;                              /* 0 when unknown */
+  int device_index = -1;
+};
+
+/* Properties of `device` (empty: current). Initialises the backend.
+ * accel_get_device_properties / torch.cuda.get_device_properties. */
+inline DeviceProperties device_properties(std::optional<int> device = {}) {
+  accel_device_properties_t p{};
+  p.struct_size = sizeof p;
+  detail::check(accel_get_device_properties(detail::c_device(device), &p),
+                "accel_get_device_properties");
+  DeviceProperties out;
+  // The C strings are NUL-terminated inside their arrays; bound them anyway.
+  auto str = [](const char* s, std::size_t cap) {
+    std::size_t n = 0;
+    while (n < cap && s[n] != '\0') ++n;
+    return std::string(s, n);
+  };
+  out.name = str(p.name, sizeof p.name);
+  out.vendor = str(p.vendor, sizeof p.vendor);
+  out.total_memory = p.total_memory;
+  if (p.has_uuid != 0) {
+    std::array<std::uint8_t, 16> u{};
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] = p.uuid[i];
+    out.uuid = u;
+  }
+  out.pci_bus_id = str(p.pci_bus_id, sizeof p.pci_bus_id);
+  out.architecture = str(p.architecture, sizeof p.architecture);
+  out.compute_units = static_cast<int>(p.compute_units);
+  out.device_index = static_cast<int>(p.device_index);
+  return out;
+}
+
+/* One plugin candidate found by discovery (what accelctl backends shows). */
+struct BackendInfo {
+  std::string name;
+  std::string path;
+  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
+  std::string reason;
+  unsigned abi_major = 0;
+  unsigned abi_minor = 0;
+  int priority = 0;
+  int device_count = 0;
+  std::uint32_t capabilities = 0;  /* ACCEL_CAP_* */
+  bool is_current = false;
+
+  /* "available", "no_devices", ... (accel_backend_status_name). */
+  std::string status_name() const { return accel_backend_status_name(status); }
+};
+
+/* Every entry recorded by discovery, in discovery order.
+ * accel_backend_count / accel_get_backend_info. */
+inline std::vector<BackendInfo> backends() {
+  std::vector<BackendInfo> out;
+  const std::size_t n = accel_backend_count();
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    accel_backend_info_t b{};
+    b.struct_size = sizeof b;
+    detail::check(accel_get_backend_info(i, &b), "accel_get_backend_info");
+    BackendInfo info;
+    info.name = b.name != nullptr ? b.name : "";
+    info.path = b.path != nullptr ? b.path : "";
+    info.status = b.status;
+    info.reason = b.reason != nullptr ? b.reason : "";
+    info.abi_major = b.abi_major;
+    info.abi_minor = b.abi_minor;
+    info.priority = static_cast<int>(b.priority);
+    info.device_count = static_cast<int>(b.device_count);
+    info.capabilities = b.capabilities;
+    info.is_current = b.is_current != 0;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace accel
+
+#endif /* ACCEL_ACCEL_HPP */

@@ -1,0 +1,240 @@
+// Dispatch cost of accel against its floors, measured in the same run.
+//
+// Floors:
+//  - "tls floor": a call through a function pointer to a function returning a
+//    thread_local, the physical minimum of a per-thread dispatch;
+//  - "direct": the same plugin operation called straight through the sim
+//    plugin's vtable, on a private copy of the plugin (so the core's instance
+//    is untouched).
+// tests/bench/run.py turns the JSON into ratios against the targets of the
+// performance issue.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include "accel/accel.h"
+#include "accel/accel_plugin.h"
+
+namespace {
+
+// ---- floors ----------------------------------------------------------------
+
+thread_local int32_t t_device = 0;
+
+__attribute__((noinline)) int32_t floor_get() { return t_device; }
+__attribute__((noinline)) int32_t floor_exchange(int32_t d) {
+  int32_t old = t_device;
+  t_device = d;
+  return old;
+}
+int32_t (*volatile g_floor_get)() = floor_get;
+int32_t (*volatile g_floor_exchange)(int32_t) = floor_exchange;
+
+// ---- a private sim instance for direct vtable calls ------------------------
+
+void quiet_log(const accel_host_services_t*, accel_log_level_t, const char*) {}
+int log_off(const accel_host_services_t*, accel_log_level_t) { return 0; }
+void ignore_error(const accel_host_services_t*, accel_status_t, const char*) {}
+const char* plain_getenv(const accel_host_services_t*, const char* n) { return std::getenv(n); }
+
+accel_host_services_t g_host{sizeof(accel_host_services_t), ACCEL_PLUGIN_ABI_MAJOR,
+                             ACCEL_PLUGIN_ABI_MINOR, nullptr, quiet_log, log_off, ignore_error,
+                             plain_getenv};
+
+const accel_plugin_api_t* direct_sim() {
+  static const accel_plugin_api_t* api = [] () -> const accel_plugin_api_t* {
+    const char* src = std::getenv("ACCEL_BENCH_SIM_PLUGIN");
+    if (src == nullptr) return nullptr;
+    // dlopen of the same path would return the core's instance: copy it.
+    auto copy = std::filesystem::temp_directory_path() /
+                ("accel-bench-sim-" + std::to_string(getpid()) + ".so");
+    std::filesystem::copy_file(src, copy, std::filesystem::copy_options::overwrite_existing);
+    void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::filesystem::remove(copy);
+    if (h == nullptr) return nullptr;
+    auto entry = reinterpret_cast<accel_plugin_entry_fn>(dlsym(h, ACCEL_PLUGIN_ENTRY_NAME));
+    const accel_plugin_api_t* a = entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
+    int32_t n = 0;
+    if (a == nullptr || (a->init && a->init() != ACCEL_SUCCESS) || a->device_count(&n) != ACCEL_SUCCESS ||
+        n < 1 || (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
+      return nullptr;
+    return a;
+  }();
+  return api;
+}
+
+bool need_accel(benchmark::State& state) {
+  if (accel_is_available() && accel_device_count() >= 2) return true;
+  state.SkipWithError("needs an accelerator with 2 devices (ACCEL_SIM_DEVICES=2)");
+  return false;
+}
+
+// ---- per-thread queries: target ratio <= 2.0 against the tls floor -----------
+
+void BM_floor_tls_get(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(g_floor_get());
+}
+BENCHMARK(BM_floor_tls_get);
+
+void BM_current_device_index(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  for (auto _ : state) benchmark::DoNotOptimize(accel_current_device_index());
+}
+BENCHMARK(BM_current_device_index);
+
+void BM_current_stream(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr;
+  for (auto _ : state) {
+    accel_current_stream(-1, &s);
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_current_stream);
+
+// A guard is an exchange on entry and one on exit.
+void BM_floor_tls_guard(benchmark::State& state) {
+  for (auto _ : state) {
+    int32_t prev = g_floor_exchange(t_device);
+    benchmark::DoNotOptimize(g_floor_exchange(prev));
+  }
+}
+BENCHMARK(BM_floor_tls_guard);
+
+void BM_guard_no_switch(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  int32_t prev = 0, ignored = 0;
+  for (auto _ : state) {
+    accel_exchange_device(accel_current_device_index(), &prev);
+    accel_exchange_device(prev, &ignored);
+    benchmark::DoNotOptimize(ignored);
+  }
+}
+BENCHMARK(BM_guard_no_switch);
+
+void BM_guard_switch(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  int32_t prev = 0, ignored = 0;
+  for (auto _ : state) {
+    accel_exchange_device(1, &prev);
+    accel_exchange_device(prev, &ignored);
+    benchmark::DoNotOptimize(ignored);
+  }
+}
+BENCHMARK(BM_guard_switch);
+
+// ---- operations: target ratio <= 1.10 against the direct vtable call ---------
+
+void BM_direct_stream_query(benchmark::State& state) {
+  const accel_plugin_api_t* a = direct_sim();
+  accel_plugin_stream_t s = nullptr;
+  if (a == nullptr || a->stream_create(0, 0, &s) != ACCEL_SUCCESS) {
+    state.SkipWithError("direct sim instance unavailable (ACCEL_BENCH_SIM_PLUGIN)");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(a->stream_query(s));
+  a->stream_destroy(s);
+}
+BENCHMARK(BM_direct_stream_query);
+
+void BM_stream_query(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr;
+  accel_stream_create(0, 0, &s);
+  for (auto _ : state) benchmark::DoNotOptimize(accel_stream_query(s));
+  accel_stream_destroy(s);
+}
+BENCHMARK(BM_stream_query);
+
+void BM_direct_event_record(benchmark::State& state) {
+  const accel_plugin_api_t* a = direct_sim();
+  accel_plugin_stream_t s = nullptr;
+  accel_plugin_event_t e = nullptr;
+  if (a == nullptr || a->stream_create(0, 0, &s) != ACCEL_SUCCESS ||
+      a->event_create(0, 0, &e) != ACCEL_SUCCESS) {
+    state.SkipWithError("direct sim instance unavailable (ACCEL_BENCH_SIM_PLUGIN)");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(a->event_record(e, s));
+  a->stream_synchronize(s);
+  a->event_destroy(e);
+  a->stream_destroy(s);
+}
+BENCHMARK(BM_direct_event_record);
+
+void BM_event_record(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr;
+  accel_event_t e = nullptr;
+  accel_stream_create(0, 0, &s);
+  accel_event_create(0, 0, &e);
+  for (auto _ : state) benchmark::DoNotOptimize(accel_event_record(e, s));
+  accel_stream_synchronize(s);
+  accel_event_destroy(e);
+  accel_stream_destroy(s);
+}
+BENCHMARK(BM_event_record);
+
+void BM_direct_event_query(benchmark::State& state) {
+  const accel_plugin_api_t* a = direct_sim();
+  accel_plugin_stream_t s = nullptr;
+  accel_plugin_event_t e = nullptr;
+  if (a == nullptr || a->stream_create(0, 0, &s) != ACCEL_SUCCESS ||
+      a->event_create(0, 0, &e) != ACCEL_SUCCESS) {
+    state.SkipWithError("direct sim instance unavailable (ACCEL_BENCH_SIM_PLUGIN)");
+    return;
+  }
+  a->event_record(e, s);
+  a->stream_synchronize(s);
+  for (auto _ : state) benchmark::DoNotOptimize(a->event_query(e));
+  a->event_destroy(e);
+  a->stream_destroy(s);
+}
+BENCHMARK(BM_direct_event_query);
+
+void BM_event_query(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr;
+  accel_event_t e = nullptr;
+  accel_stream_create(0, 0, &s);
+  accel_event_create(0, 0, &e);
+  accel_event_record(e, s);
+  accel_stream_synchronize(s);
+  for (auto _ : state) benchmark::DoNotOptimize(accel_event_query(e));
+  accel_event_destroy(e);
+  accel_stream_destroy(s);
+}
+BENCHMARK(BM_event_query);
+
+// ---- scaling: two threads must get >= 1.8x one thread's throughput ---------
+
+void BM_get_set_device(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  int32_t i = 0;
+  for (auto _ : state) {
+    accel_set_device_index(i);
+    benchmark::DoNotOptimize(accel_current_device_index());
+    i ^= 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_get_set_device)->Threads(1)->Threads(2)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("ACCEL_SIM_DEVICES", "2", 0);
+  setenv("ACCEL_BACKEND", "sim", 0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

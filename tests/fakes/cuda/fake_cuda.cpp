@@ -1,0 +1,758 @@
+// A fake CUDA driver (libcuda.so.1) for the CUDA plugin's tests: exactly the
+// Driver API subset the plugin uses, over an in-process model of devices.
+// Never installed.
+//
+// Environment:
+//   FAKE_CUDA_DEVICES=N          physical devices (default 2; 0: cuInit says
+//                                CUDA_ERROR_NO_DEVICE)
+//   CUDA_VISIBLE_DEVICES         honoured as the real driver does (same parser
+//                                as the plugin's NVML path)
+//   FAKE_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion answers (default 12080)
+//   FAKE_CUDA_PROC_ADDRESS=0     cuGetProcAddress finds nothing (dlsym path)
+//   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
+//
+// Model: primary contexts (retain count, active), a per-thread current
+// context, streams that are real worker threads (so ordering, NOT_READY and
+// timing are observable), events with a record generation (a wait or a query
+// is on the record current at the time of the call), device memory as host
+// memory with range validation. Streams that are not NON_BLOCKING do not
+// synchronise implicitly with the legacy stream (the plugin creates only
+// NON_BLOCKING ones). A fork() child of a process that ran cuInit gets
+// CUDA_ERROR_NOT_INITIALIZED from every call, as with the real driver.
+#include <cuda.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_model.hpp"
+#include "visible_devices.hpp"
+
+using Clock = std::chrono::steady_clock;
+
+struct CUstream_st;
+
+struct CUctx_st {
+  int device = 0;  // visible ordinal
+  std::mutex m;
+  std::vector<CUstream_st*> streams;  // every stream ever made here (never freed)
+  CUstream_st* legacy = nullptr;
+};
+
+struct CUstream_st {
+  CUctx_st* ctx = nullptr;
+  int priority = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  // run() on the worker; then, with the stream lock held, the completion
+  // count and done() advance together (an event record completes exactly
+  // when the stream has finished the work before it: no window in which
+  // one says done and the other busy).
+  struct Item {
+    std::function<void()> run;
+    std::function<void()> done;
+  };
+  std::deque<Item> queue;
+  uint64_t submitted = 0;
+  uint64_t completed = 0;
+  bool closing = false;
+  bool destroyed = false;
+};
+
+struct CUevent_st {
+  CUctx_st* ctx = nullptr;
+  unsigned flags = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t generation = 0;  // records made
+  uint64_t completed = 0;   // highest record that has completed
+  Clock::time_point when{};
+  std::atomic<int> refs{1};  // the handle + pending records/waits
+};
+
+namespace {
+
+struct Device {
+  int physical = 0;
+  CUctx_st ctx;
+  std::mutex m;
+  unsigned retains = 0;
+  size_t used = 0;
+};
+
+struct Allocation {
+  size_t bytes;
+  int device;
+};
+
+struct Model {
+  int physical = 0;
+  std::vector<Device*> devices;  // visible ordinals
+  int version = 12080;
+  bool proc_address = true;
+  size_t memory = size_t{1024} << 20;
+  std::mutex m;  // allocations, live handles
+  std::map<uintptr_t, Allocation> allocations;
+  std::set<const void*> live;  // streams and events
+  std::atomic<bool> initialised{false};
+  std::atomic<bool> poisoned{false};  // fork() child after cuInit in the parent
+};
+
+Model* g_model = nullptr;
+std::once_flag g_model_once;
+thread_local CUctx_st* t_current = nullptr;
+
+void after_fork_child() {
+  if (g_model != nullptr && g_model->initialised.load()) g_model->poisoned.store(true);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+Model& model() {
+  std::call_once(g_model_once, [] {
+    auto* m = new Model();  // lives until exit, like a driver
+    m->physical = fake_cuda::physical_devices();
+    m->version = env_int("FAKE_CUDA_DRIVER_VERSION", 12080);
+    m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
+    m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
+    std::vector<std::string> uuids;
+    for (int i = 0; i < m->physical; ++i) uuids.push_back(fake_cuda::uuid_string(i));
+    auto visible = accel_cuda::resolve_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"),
+                                                       m->physical, uuids);
+    for (size_t i = 0; i < visible.physical.size(); ++i) {
+      auto* d = new Device();
+      d->physical = visible.physical[i];
+      d->ctx.device = static_cast<int>(i);
+      m->devices.push_back(d);
+    }
+    pthread_atfork(nullptr, nullptr, after_fork_child);
+    g_model = m;
+  });
+  return *g_model;
+}
+
+CUresult ready() {
+  Model& m = model();
+  if (m.poisoned.load()) return CUDA_ERROR_NOT_INITIALIZED;
+  return m.initialised.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+#define FAKE_READY()                          \
+  do {                                        \
+    CUresult rc_ = ready();                   \
+    if (rc_ != CUDA_SUCCESS) return rc_;      \
+  } while (0)
+
+#define FAKE_CONTEXT()                                        \
+  FAKE_READY();                                               \
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT
+
+Device* device_of(CUdevice dev) {
+  Model& m = model();
+  if (dev < 0 || dev >= static_cast<int>(m.devices.size())) return nullptr;
+  return m.devices[static_cast<size_t>(dev)];
+}
+
+bool is_live(const void* h) {
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  return m.live.count(h) != 0;
+}
+
+// --- streams --------------------------------------------------------------
+
+void worker(CUstream_st* s) {
+  std::unique_lock lock(s->m);
+  while (true) {
+    s->cv.wait(lock, [&] { return !s->queue.empty() || s->closing; });
+    if (s->queue.empty()) break;  // closing and drained
+    auto item = std::move(s->queue.front());
+    s->queue.pop_front();
+    lock.unlock();
+    if (item.run) item.run();
+    lock.lock();
+    ++s->completed;
+    if (item.done) item.done();  // lock order: stream, then event
+    s->cv.notify_all();
+  }
+}
+
+CUstream_st* new_stream(CUctx_st* ctx, int priority) {
+  auto* s = new CUstream_st();
+  s->ctx = ctx;
+  s->priority = priority;
+  std::thread(worker, s).detach();
+  {
+    std::lock_guard lock(ctx->m);
+    ctx->streams.push_back(s);
+  }
+  return s;
+}
+
+void enqueue(CUstream_st* s, std::function<void()> task, std::function<void()> done = {}) {
+  std::lock_guard lock(s->m);
+  s->queue.push_back(CUstream_st::Item{std::move(task), std::move(done)});
+  ++s->submitted;
+  s->cv.notify_all();
+}
+
+void wait_idle(CUstream_st* s) {
+  std::unique_lock lock(s->m);
+  uint64_t target = s->submitted;
+  s->cv.wait(lock, [&] { return s->completed >= target; });
+}
+
+// NULL / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD: the current context's
+// legacy stream. Others must be live and, when `same_ctx`, of the current
+// context (what every enqueueing call needs).
+CUresult resolve(CUstream h, bool same_ctx, CUstream_st** out) {
+  if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+    if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    CUctx_st* ctx = t_current;
+    {
+      std::lock_guard lock(ctx->m);
+      if (ctx->legacy != nullptr) {
+        *out = ctx->legacy;
+        return CUDA_SUCCESS;
+      }
+    }
+    CUstream_st* s = new_stream(ctx, 0);
+    std::lock_guard lock(ctx->m);
+    if (ctx->legacy == nullptr) ctx->legacy = s;
+    *out = ctx->legacy;
+    return CUDA_SUCCESS;
+  }
+  if (!is_live(h) || h->destroyed) return CUDA_ERROR_INVALID_HANDLE;
+  if (same_ctx && h->ctx != t_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *out = h;
+  return CUDA_SUCCESS;
+}
+
+void release(CUevent_st* e) {
+  if (e->refs.fetch_sub(1) == 1) delete e;
+}
+
+// --- memory ---------------------------------------------------------------
+
+// [p, p+bytes) inside one live allocation.
+bool in_allocation(CUdeviceptr p, size_t bytes) {
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  auto it = m.allocations.upper_bound(static_cast<uintptr_t>(p));
+  if (it == m.allocations.begin()) return false;
+  --it;
+  uintptr_t start = it->first;
+  return p >= start && bytes <= it->second.bytes && p - start <= it->second.bytes - bytes;
+}
+
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+const ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuDriverGetVersion(int* version) {
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *version = model().version;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuInit(unsigned int flags) {
+  Model& m = model();
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (m.poisoned.load()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (m.devices.empty()) return CUDA_ERROR_NO_DEVICE;
+  m.initialised.store(true);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult error, const char** str) {
+  if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (const auto& e : kErrors) {
+    if (e.code == error) {
+      *str = e.name;
+      return CUDA_SUCCESS;
+    }
+  }
+  *str = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult error, const char** str) {
+  if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (const auto& e : kErrors) {
+    if (e.code == error) {
+      *str = e.text;
+      return CUDA_SUCCESS;
+    }
+  }
+  *str = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuDeviceGetCount(int* count) {
+  FAKE_READY();
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *count = static_cast<int>(model().devices.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  FAKE_READY();
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (device_of(ordinal) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  FAKE_READY();
+  Device* d = device_of(dev);
+  if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  std::snprintf(name, static_cast<size_t>(len), "Fake CUDA Device %d", d->physical);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  FAKE_READY();
+  Device* d = device_of(dev);
+  if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  unsigned char b[16];
+  fake_cuda::uuid_bytes(d->physical, b);
+  std::memcpy(uuid->bytes, b, 16);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+  FAKE_READY();
+  if (device_of(dev) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = model().memory;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
+  FAKE_READY();
+  Device* d = device_of(dev);
+  if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 0x10 + d->physical; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 8 + d->physical; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  FAKE_READY();
+  Device* d = device_of(dev);
+  if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(d->m);
+  ++d->retains;
+  *pctx = &d->ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  FAKE_READY();
+  Device* d = device_of(dev);
+  if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(d->m);
+  *flags = 0;
+  *active = d->retains > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  FAKE_READY();
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  FAKE_READY();
+  if (ctx != nullptr) {
+    Device* d = device_of(ctx->device);
+    if (d == nullptr || &d->ctx != ctx) return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard lock(d->m);
+    if (d->retains == 0) return CUDA_ERROR_INVALID_CONTEXT;  // primary context not retained
+  }
+  t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+  FAKE_CONTEXT();
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *device = t_current->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+  FAKE_CONTEXT();
+  std::vector<CUstream_st*> streams;
+  {
+    std::lock_guard lock(t_current->m);
+    streams = t_current->streams;
+  }
+  for (auto* s : streams) wait_idle(s);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  FAKE_CONTEXT();
+  if (least != nullptr) *least = 0;
+  if (greatest != nullptr) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  FAKE_CONTEXT();
+  if (phStream == nullptr || (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  priority = std::clamp(priority, -5, 0);
+  CUstream_st* s = new_stream(t_current, priority);
+  {
+    Model& m = model();
+    std::lock_guard lock(m.m);
+    m.live.insert(s);
+  }
+  *phStream = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream) {
+  FAKE_CONTEXT();
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ||
+      !is_live(hStream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  {
+    Model& m = model();
+    std::lock_guard lock(m.m);
+    m.live.erase(hStream);
+  }
+  // Queued work still completes; the worker then exits. The object stays
+  // (in its context's list) so cuCtxSynchronize can still wait on it.
+  std::lock_guard lock(hStream->m);
+  hStream->destroyed = true;
+  hStream->closing = true;
+  hStream->cv.notify_all();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream hStream) {
+  FAKE_CONTEXT();
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(s->m);
+  return s->completed >= s->submitted ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  FAKE_CONTEXT();
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  wait_idle(s);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+  FAKE_CONTEXT();
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  enqueue(s, [fn, userData] { fn(userData); });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent* phEvent, unsigned int flags) {
+  FAKE_CONTEXT();
+  const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING;
+  if (phEvent == nullptr || (flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new CUevent_st();
+  e->ctx = t_current;
+  e->flags = flags;
+  {
+    Model& m = model();
+    std::lock_guard lock(m.m);
+    m.live.insert(e);
+  }
+  *phEvent = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent) {
+  FAKE_CONTEXT();
+  {
+    Model& m = model();
+    std::lock_guard lock(m.m);
+    if (hEvent == nullptr || m.live.erase(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  release(hEvent);  // pending records keep it alive until they ran
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  if (s->ctx != hEvent->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t gen = 0;
+  {
+    std::lock_guard lock(hEvent->m);
+    gen = ++hEvent->generation;
+  }
+  hEvent->refs.fetch_add(1);
+  enqueue(s, {}, [hEvent, gen] {
+    {
+      std::lock_guard lock(hEvent->m);
+      if (gen > hEvent->completed) {
+        hEvent->completed = gen;
+        hEvent->when = Clock::now();
+      }
+      hEvent->cv.notify_all();
+    }
+    release(hEvent);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  FAKE_CONTEXT();
+  if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(hEvent->m);
+  return hEvent->completed >= hEvent->generation ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  FAKE_CONTEXT();
+  if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  std::unique_lock lock(hEvent->m);
+  uint64_t target = hEvent->generation;
+  hEvent->cv.wait(lock, [&] { return hEvent->completed >= target; });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float* ms, CUevent hStart, CUevent hEnd) {
+  FAKE_CONTEXT();
+  if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (hStart == nullptr || hEnd == nullptr || !is_live(hStart) || !is_live(hEnd))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) != 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  std::unique_lock l1(hStart->m, std::defer_lock), l2(hEnd->m, std::defer_lock);
+  if (hStart == hEnd) l1.lock();
+  else std::lock(l1, l2);
+  if (hStart->generation == 0 || hEnd->generation == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (hStart->completed < hStart->generation || hEnd->completed < hEnd->generation)
+    return CUDA_ERROR_NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(hEnd->when - hStart->when).count();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags) {
+  FAKE_CONTEXT();
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  uint64_t target = 0;
+  {
+    std::lock_guard lock(hEvent->m);
+    target = hEvent->generation;
+    if (hEvent->completed >= target) return CUDA_SUCCESS;  // nothing pending
+  }
+  hEvent->refs.fetch_add(1);
+  enqueue(s, [hEvent, target] {
+    {
+      std::unique_lock lock(hEvent->m);
+      hEvent->cv.wait(lock, [&] { return hEvent->completed >= target; });
+    }
+    release(hEvent);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
+  FAKE_CONTEXT();
+  if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  Model& m = model();
+  Device* d = device_of(t_current->device);
+  {
+    std::lock_guard lock(d->m);
+    if (bytesize > m.memory - d->used) return CUDA_ERROR_OUT_OF_MEMORY;
+    d->used += bytesize;
+  }
+  void* p = std::aligned_alloc(256, (bytesize + 255) / 256 * 256);
+  if (p == nullptr) {
+    std::lock_guard lock(d->m);
+    d->used -= bytesize;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  std::lock_guard lock(m.m);
+  m.allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{bytesize, t_current->device};
+  *dptr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr dptr) {
+  FAKE_CONTEXT();
+  Model& m = model();
+  Allocation a{};
+  {
+    std::lock_guard lock(m.m);
+    auto it = m.allocations.find(static_cast<uintptr_t>(dptr));
+    if (it == m.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+    a = it->second;
+    m.allocations.erase(it);
+  }
+  Device* d = device_of(a.device);
+  {
+    std::lock_guard lock(d->m);
+    d->used -= a.bytes;
+  }
+  std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(dptr)));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  FAKE_CONTEXT();
+  Device* d = device_of(t_current->device);
+  std::lock_guard lock(d->m);
+  if (free_bytes != nullptr) *free_bytes = model().memory - d->used;
+  if (total_bytes != nullptr) *total_bytes = model().memory;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (src == nullptr || !in_allocation(dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  enqueue(s, [dst, src, bytes] {
+    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, bytes);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (dst == nullptr || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  enqueue(s, [dst, src, bytes] {
+    std::memcpy(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  enqueue(s, [dst, src, bytes] {
+    std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)),
+                 reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  enqueue(s, [dst, value, n] {
+    std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), value, n);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                          CUdriverProcAddressQueryResult* symbolStatus) {
+  (void)cudaVersion;
+  (void)flags;
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  struct Entry {
+    const char* name;
+    void* fn;
+  };
+  // Base names, as the real driver takes them; cuda.h maps the functions
+  // defined above to their current versions (cuMemAlloc -> cuMemAlloc_v2).
+#define FAKE_ENTRY(f) {#f, reinterpret_cast<void*>(&f)}
+  static const Entry table[] = {
+      FAKE_ENTRY(cuInit), FAKE_ENTRY(cuDriverGetVersion), FAKE_ENTRY(cuGetErrorName),
+      FAKE_ENTRY(cuGetErrorString), FAKE_ENTRY(cuDeviceGetCount), FAKE_ENTRY(cuDeviceGet),
+      FAKE_ENTRY(cuDeviceGetName), FAKE_ENTRY(cuDeviceGetUuid), FAKE_ENTRY(cuDeviceTotalMem),
+      FAKE_ENTRY(cuDeviceGetAttribute), FAKE_ENTRY(cuDevicePrimaryCtxRetain),
+      FAKE_ENTRY(cuDevicePrimaryCtxGetState), FAKE_ENTRY(cuCtxGetCurrent),
+      FAKE_ENTRY(cuCtxSetCurrent), FAKE_ENTRY(cuCtxGetDevice), FAKE_ENTRY(cuCtxSynchronize),
+      FAKE_ENTRY(cuCtxGetStreamPriorityRange), FAKE_ENTRY(cuStreamCreateWithPriority),
+      FAKE_ENTRY(cuStreamDestroy), FAKE_ENTRY(cuStreamQuery), FAKE_ENTRY(cuStreamSynchronize),
+      FAKE_ENTRY(cuStreamWaitEvent), FAKE_ENTRY(cuLaunchHostFunc), FAKE_ENTRY(cuEventCreate),
+      FAKE_ENTRY(cuEventDestroy), FAKE_ENTRY(cuEventRecord), FAKE_ENTRY(cuEventQuery),
+      FAKE_ENTRY(cuEventSynchronize), FAKE_ENTRY(cuEventElapsedTime), FAKE_ENTRY(cuMemAlloc),
+      FAKE_ENTRY(cuMemFree), FAKE_ENTRY(cuMemcpyHtoDAsync), FAKE_ENTRY(cuMemcpyDtoHAsync),
+      FAKE_ENTRY(cuMemcpyDtoDAsync), FAKE_ENTRY(cuMemsetD8Async), FAKE_ENTRY(cuMemGetInfo),
+      FAKE_ENTRY(cuGetProcAddress),
+  };
+#undef FAKE_ENTRY
+  *pfn = nullptr;
+  if (model().proc_address) {
+    for (const auto& e : table) {
+      if (std::strcmp(e.name, symbol) == 0) {
+        *pfn = e.fn;
+        if (symbolStatus != nullptr) *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+      }
+    }
+  }
+  if (symbolStatus != nullptr) *symbolStatus = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+}  // extern "C"

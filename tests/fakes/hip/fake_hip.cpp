@@ -1,0 +1,656 @@
+// A fake HIP runtime (libamdhip64.so) for the tests of the hip plugin:
+// exactly the entry points the plugin resolves, over FAKE_HIP_DEVICES
+// modelled devices (default 2; 0 -> hipErrorNoDevice). Never installed.
+//
+// Model:
+//  - the device list is filtered by ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES
+//    / CUDA_VISIBLE_DEVICES with the plugin's own parser, as ROCm does;
+//  - per-thread current device (hipSetDevice / hipGetDevice), starting at 0;
+//  - every stream (and each device's null stream) is a worker thread running
+//    its queue in order, so ordering, hipErrorNotReady and timing are real;
+//    the null stream does not synchronise with other streams (not modelled);
+//  - device memory is host memory; copies and fills check that device-side
+//    ranges lie inside live allocations (hipErrorInvalidValue otherwise);
+//    FAKE_HIP_MEMORY bytes per device (default 1 GiB) -> hipErrorOutOfMemory;
+//  - events record a steady_clock timestamp when their stream reaches them.
+// Built twice: libamdhip64.so (a ROCm 6-like export list) and, with
+// FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc).
+// Test hooks (not HIP API): fake_hip_initialised() says whether any call
+// initialised the fake in this process.
+#include <hip/hip_runtime_api.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "visible_devices.hpp"
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Record {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  Clock::time_point when;
+  void wait() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done; });
+  }
+  bool is_done() {
+    std::lock_guard lock(m);
+    return done;
+  }
+  void complete() {
+    {
+      std::lock_guard lock(m);
+      when = Clock::now();
+      done = true;
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+// The handle types of the HIP headers, defined here.
+struct ihipStream_t {
+  int device = 0;
+  unsigned flags = 0;
+  int priority = 0;
+  bool is_null = false;
+
+  std::mutex m;
+  std::condition_variable cv;
+  struct Op {
+    std::function<void()> work;     // run without the lock
+    std::shared_ptr<Record> record; // completed after work, with the lock held
+  };
+  std::deque<Op> queue;
+  bool busy = false;
+  bool closing = false;
+  std::thread worker;
+
+  // The worker holds a reference to its stream until it exits.
+  static void start(const std::shared_ptr<ihipStream_t>& self) {
+    self->worker = std::thread([self] { self->run(); });
+  }
+  void run() {
+    std::unique_lock lock(m);
+    while (true) {
+      cv.wait(lock, [&] { return !queue.empty() || closing; });
+      if (queue.empty()) break;  // closing and drained
+      Op op = std::move(queue.front());
+      queue.pop_front();
+      busy = true;
+      lock.unlock();
+      if (op.work) op.work();
+      lock.lock();
+      busy = false;
+      // An event record completes while the stream lock is held and the
+      // stream is no longer busy: whoever wakes from the event sees the
+      // stream idle unless later work was queued.
+      if (op.record) op.record->complete();
+      cv.notify_all();
+    }
+    // hipStreamDestroy detached the thread before it set closing; the
+    // lambda's reference is released when this returns.
+  }
+  void push(std::function<void()> work, std::shared_ptr<Record> record = nullptr) {
+    {
+      std::lock_guard lock(m);
+      queue.push_back(Op{std::move(work), std::move(record)});
+    }
+    cv.notify_all();
+  }
+  bool idle() {
+    std::lock_guard lock(m);
+    return queue.empty() && !busy;
+  }
+  void wait_idle() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return queue.empty() && !busy; });
+  }
+};
+
+struct ihipEvent_t {
+  int device = 0;
+  unsigned flags = 0;
+  std::mutex m;
+  std::shared_ptr<Record> rec;  // latest record
+};
+
+namespace {
+
+struct Alloc {
+  size_t size = 0;
+  int device = 0;
+};
+
+struct Device {
+  int physical = 0;
+  size_t total = 0;
+  size_t used = 0;
+  std::shared_ptr<ihipStream_t> null_stream;  // created on first use
+};
+
+struct State {
+  std::mutex mu;
+  bool initialised = false;
+  std::vector<Device> devices;
+  std::map<uintptr_t, Alloc> allocs;
+  std::map<ihipStream_t*, std::shared_ptr<ihipStream_t>> streams;
+  std::set<ihipEvent_t*> events;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: workers may outlive main
+  return *s;
+}
+
+thread_local int t_device = 0;
+
+// Initialises on first use; caller holds state().mu.
+void ensure_init_locked() {
+  State& s = state();
+  if (s.initialised) return;
+  s.initialised = true;
+  const char* n_env = std::getenv("FAKE_HIP_DEVICES");
+  int physical = n_env != nullptr ? std::atoi(n_env) : 2;
+  if (physical < 0) physical = 0;
+  const char* mem_env = std::getenv("FAKE_HIP_MEMORY");
+  size_t total = mem_env != nullptr ? std::strtoull(mem_env, nullptr, 10) : (size_t{1} << 30);
+  std::vector<std::string> uuids;
+  for (int i = 0; i < physical; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "GPU-fa4e%012x", i);
+    uuids.push_back(buf);
+  }
+  auto vis = accel_hip::resolve_visible_devices(std::getenv("ROCR_VISIBLE_DEVICES"),
+                                                std::getenv("HIP_VISIBLE_DEVICES"),
+                                                std::getenv("CUDA_VISIBLE_DEVICES"), uuids);
+  for (int p : vis.physical) {
+    Device d;
+    d.physical = p;
+    d.total = total;
+    s.devices.push_back(d);
+  }
+}
+
+// Initialises; hipErrorNoDevice when there is none.
+hipError_t begin() {
+  std::lock_guard lock(state().mu);
+  ensure_init_locked();
+  return state().devices.empty() ? hipErrorNoDevice : hipSuccess;
+}
+
+#define FAKE_BEGIN()                        \
+  do {                                      \
+    hipError_t fake_rc_ = begin();          \
+    if (fake_rc_ != hipSuccess) return fake_rc_; \
+  } while (0)
+
+int device_count() {
+  std::lock_guard lock(state().mu);
+  return static_cast<int>(state().devices.size());
+}
+
+std::shared_ptr<ihipStream_t> new_stream(int device, unsigned flags, int priority, bool is_null) {
+  auto s = std::make_shared<ihipStream_t>();
+  s->device = device;
+  s->flags = flags;
+  s->priority = priority;
+  s->is_null = is_null;
+  ihipStream_t::start(s);
+  return s;
+}
+
+// Resolves a stream handle (null stream and hipStreamPerThread through the
+// current device); nullptr when invalid.
+ihipStream_t* resolve(hipStream_t h) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (h == nullptr || h == hipStreamPerThread) {
+    if (t_device < 0 || static_cast<size_t>(t_device) >= s.devices.size()) return nullptr;
+    Device& d = s.devices[static_cast<size_t>(t_device)];
+    if (d.null_stream == nullptr) d.null_stream = new_stream(t_device, 0, 0, true);
+    return d.null_stream.get();
+  }
+  auto it = s.streams.find(h);
+  return it != s.streams.end() ? it->second.get() : nullptr;
+}
+
+bool live_event(hipEvent_t e) {
+  std::lock_guard lock(state().mu);
+  return state().events.count(e) != 0;
+}
+
+// The allocation holding [p, p + n), or nullptr.
+const Alloc* find_range(const void* p, size_t n, uintptr_t* base_out = nullptr) {
+  State& s = state();
+  auto addr = reinterpret_cast<uintptr_t>(p);
+  auto it = s.allocs.upper_bound(addr);
+  if (it == s.allocs.begin()) return nullptr;
+  --it;
+  if (addr < it->first || addr - it->first > it->second.size || n > it->second.size - (addr - it->first))
+    return nullptr;
+  if (base_out) *base_out = it->first;
+  return &it->second;
+}
+
+bool is_device_range(const void* p, size_t n) {
+  std::lock_guard lock(state().mu);
+  return find_range(p, n) != nullptr;
+}
+
+bool is_device_pointer(const void* p) { return is_device_range(p, 1); }
+
+}  // namespace
+
+// --- errors ---------------------------------------------------------------
+
+FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
+  switch (e) {
+    case hipSuccess: return "hipSuccess";
+    case hipErrorInvalidValue: return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
+    case hipErrorInvalidDevicePointer: return "hipErrorInvalidDevicePointer";
+    case hipErrorInvalidMemcpyDirection: return "hipErrorInvalidMemcpyDirection";
+    case hipErrorNoDevice: return "hipErrorNoDevice";
+    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
+    case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
+    case hipErrorNotReady: return "hipErrorNotReady";
+    default: return "hipErrorUnknown";
+  }
+}
+
+FAKE_EXPORT const char* hipGetErrorString(hipError_t e) {
+  switch (e) {
+    case hipSuccess: return "no error";
+    case hipErrorInvalidValue: return "invalid argument";
+    case hipErrorOutOfMemory: return "out of memory";
+    case hipErrorInvalidDevicePointer: return "invalid device pointer";
+    case hipErrorInvalidMemcpyDirection: return "invalid copy direction";
+    case hipErrorNoDevice: return "no ROCm-capable device is detected (fake)";
+    case hipErrorInvalidDevice: return "invalid device ordinal";
+    case hipErrorInvalidHandle: return "invalid resource handle";
+    case hipErrorNotReady: return "device not ready";
+    default: return "unknown error";
+  }
+}
+
+// --- init, devices --------------------------------------------------------
+
+FAKE_EXPORT int fake_hip_initialised(void) {
+  std::lock_guard lock(state().mu);
+  return state().initialised ? 1 : 0;
+}
+
+FAKE_EXPORT hipError_t hipInit(unsigned int flags) {
+  if (flags != 0) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipRuntimeGetVersion(int* v) {
+  if (v == nullptr) return hipErrorInvalidValue;
+#ifdef FAKE_HIP_5_2_EXPORTS
+  *v = 50221153;
+#else
+  *v = 60032830;
+#endif
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipGetDeviceCount(int* count) {
+  if (count == nullptr) return hipErrorInvalidValue;
+  hipError_t rc = begin();
+  *count = rc == hipSuccess ? device_count() : 0;
+  return rc;
+}
+
+FAKE_EXPORT hipError_t hipGetDevice(int* device) {
+  if (device == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  *device = t_device;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipSetDevice(int device) {
+  FAKE_BEGIN();
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  t_device = device;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipDeviceGet(hipDevice_t* device, int ordinal) {
+  if (device == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (ordinal < 0 || ordinal >= device_count()) return hipErrorInvalidDevice;
+  *device = ordinal;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t device) {
+  if (uuid == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  int physical = 0;
+  {
+    std::lock_guard lock(state().mu);
+    physical = state().devices[static_cast<size_t>(device)].physical;
+  }
+  // ROCm gives 16 ASCII hex characters (the KFD unique_id).
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "fa4e%012x", physical);
+  std::memcpy(uuid->bytes, buf, 16);
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device) {
+  if (prop == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  Device d;
+  {
+    std::lock_guard lock(state().mu);
+    d = state().devices[static_cast<size_t>(device)];
+  }
+  std::memset(prop, 0, sizeof *prop);
+  std::snprintf(prop->name, sizeof prop->name, "Fake AMD Instinct MI210 #%d", d.physical);
+  prop->totalGlobalMem = d.total;
+  prop->multiProcessorCount = 104;
+  prop->pciDomainID = 0;
+  prop->pciBusID = 0x10 + d.physical;
+  prop->pciDeviceID = 0;
+  prop->gcnArch = 910;
+  std::snprintf(prop->gcnArchName, sizeof prop->gcnArchName, "gfx90a:sramecc+:xnack-");
+  prop->warpSize = 64;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipDeviceSynchronize(void) {
+  FAKE_BEGIN();
+  std::vector<std::shared_ptr<ihipStream_t>> todo;
+  {
+    State& s = state();
+    std::lock_guard lock(s.mu);
+    for (auto& [raw, st] : s.streams)
+      if (st->device == t_device) todo.push_back(st);
+    if (auto& ns = s.devices[static_cast<size_t>(t_device)].null_stream) todo.push_back(ns);
+  }
+  for (auto& st : todo) st->wait_idle();
+  return hipSuccess;
+}
+
+// --- streams ---------------------------------------------------------------
+
+FAKE_EXPORT hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  FAKE_BEGIN();
+  if (least) *least = 1;
+  if (greatest) *greatest = -1;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipStreamCreateWithPriority(hipStream_t* stream, unsigned int flags,
+                                                   int priority) {
+  if (stream == nullptr || (flags & ~1u) != 0) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (priority > 1) priority = 1;
+  if (priority < -1) priority = -1;
+  auto s = new_stream(t_device, flags, priority, false);
+  {
+    std::lock_guard lock(state().mu);
+    state().streams[s.get()] = s;
+  }
+  *stream = s.get();
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
+  FAKE_BEGIN();
+  if (stream == nullptr) return hipErrorInvalidHandle;
+  std::shared_ptr<ihipStream_t> s;
+  {
+    std::lock_guard lock(state().mu);
+    auto it = state().streams.find(stream);
+    if (it == state().streams.end()) return hipErrorInvalidHandle;
+    s = it->second;
+    state().streams.erase(it);
+  }
+  {
+    std::lock_guard lock(s->m);
+    s->worker.detach();
+    s->closing = true;  // the worker drains the queue, then exits
+  }
+  s->cv.notify_all();
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipStreamQuery(hipStream_t stream) {
+  FAKE_BEGIN();
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  return s->idle() ? hipSuccess : hipErrorNotReady;
+}
+
+FAKE_EXPORT hipError_t hipStreamSynchronize(hipStream_t stream) {
+  FAKE_BEGIN();
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  s->wait_idle();
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
+  FAKE_BEGIN();
+  if (flags != 0) return hipErrorInvalidValue;
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr || !live_event(event)) return hipErrorInvalidHandle;
+  std::shared_ptr<Record> rec;
+  {
+    std::lock_guard lock(event->m);
+    rec = event->rec;
+  }
+  if (rec) s->push([rec] { rec->wait(); });
+  return hipSuccess;
+}
+
+#ifndef FAKE_HIP_5_2_EXPORTS
+// Debian's HIP 5.2 runtime does not export hipLaunchHostFunc; the variant
+// built with FAKE_HIP_5_2_EXPORTS (libamdhip64.so.5) leaves it out too.
+FAKE_EXPORT hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* user_data) {
+  FAKE_BEGIN();
+  if (fn == nullptr) return hipErrorInvalidValue;
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  s->push([fn, user_data] { fn(user_data); });
+  return hipSuccess;
+}
+#endif
+
+FAKE_EXPORT hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback,
+                                            void* user_data, unsigned int flags) {
+  FAKE_BEGIN();
+  if (callback == nullptr || flags != 0) return hipErrorInvalidValue;
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  s->push([stream, callback, user_data] { callback(stream, hipSuccess, user_data); });
+  return hipSuccess;
+}
+
+// --- events ----------------------------------------------------------------
+
+FAKE_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags) {
+  if (event == nullptr || (flags & ~(hipEventBlockingSync | hipEventDisableTiming | hipEventInterprocess)) != 0)
+    return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  auto* e = new ihipEvent_t();
+  e->device = t_device;
+  e->flags = flags;
+  {
+    std::lock_guard lock(state().mu);
+    state().events.insert(e);
+  }
+  *event = e;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipEventDestroy(hipEvent_t event) {
+  FAKE_BEGIN();
+  {
+    std::lock_guard lock(state().mu);
+    if (state().events.erase(event) == 0) return hipErrorInvalidHandle;
+  }
+  delete event;  // records still queued are shared_ptr-owned
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
+  FAKE_BEGIN();
+  if (!live_event(event)) return hipErrorInvalidHandle;
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  if (s->device != event->device) return hipErrorInvalidHandle;
+  auto rec = std::make_shared<Record>();
+  {
+    std::lock_guard lock(event->m);
+    event->rec = rec;
+  }
+  s->push(nullptr, rec);
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipEventQuery(hipEvent_t event) {
+  FAKE_BEGIN();
+  if (!live_event(event)) return hipErrorInvalidHandle;
+  std::shared_ptr<Record> rec;
+  {
+    std::lock_guard lock(event->m);
+    rec = event->rec;
+  }
+  return !rec || rec->is_done() ? hipSuccess : hipErrorNotReady;
+}
+
+FAKE_EXPORT hipError_t hipEventSynchronize(hipEvent_t event) {
+  FAKE_BEGIN();
+  if (!live_event(event)) return hipErrorInvalidHandle;
+  std::shared_ptr<Record> rec;
+  {
+    std::lock_guard lock(event->m);
+    rec = event->rec;
+  }
+  if (rec) rec->wait();
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
+  if (ms == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (!live_event(start) || !live_event(stop)) return hipErrorInvalidHandle;
+  if ((start->flags | stop->flags) & hipEventDisableTiming) return hipErrorInvalidHandle;
+  std::shared_ptr<Record> a, b;
+  {
+    std::lock_guard la(start->m);
+    a = start->rec;
+  }
+  {
+    std::lock_guard lb(stop->m);
+    b = stop->rec;
+  }
+  if (!a || !b) return hipErrorInvalidHandle;
+  if (!a->is_done() || !b->is_done()) return hipErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return hipSuccess;
+}
+
+// --- memory -----------------------------------------------------------------
+
+FAKE_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (size == 0) {
+    *ptr = nullptr;
+    return hipSuccess;
+  }
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  Device& d = s.devices[static_cast<size_t>(t_device)];
+  if (size > d.total - d.used) return hipErrorOutOfMemory;
+  void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
+  if (p == nullptr) return hipErrorOutOfMemory;
+  d.used += size;
+  s.allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{size, t_device};
+  *ptr = p;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipFree(void* ptr) {
+  FAKE_BEGIN();
+  if (ptr == nullptr) return hipSuccess;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.allocs.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.allocs.end()) return hipErrorInvalidValue;
+  s.devices[static_cast<size_t>(it->second.device)].used -= it->second.size;
+  s.allocs.erase(it);
+  std::free(ptr);
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind kind,
+                                      hipStream_t stream) {
+  FAKE_BEGIN();
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  if (bytes == 0) return hipSuccess;
+  if (dst == nullptr || src == nullptr) return hipErrorInvalidValue;
+  if (kind == hipMemcpyDefault) {
+    bool d = is_device_pointer(dst), sr = is_device_pointer(src);
+    kind = d ? (sr ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice)
+             : (sr ? hipMemcpyDeviceToHost : hipMemcpyHostToHost);
+  }
+  bool dst_dev = kind == hipMemcpyHostToDevice || kind == hipMemcpyDeviceToDevice;
+  bool src_dev = kind == hipMemcpyDeviceToHost || kind == hipMemcpyDeviceToDevice;
+  if (kind != hipMemcpyHostToHost && !dst_dev && !src_dev) return hipErrorInvalidMemcpyDirection;
+  if (dst_dev && !is_device_range(dst, bytes)) return hipErrorInvalidValue;
+  if (src_dev && !is_device_range(src, bytes)) return hipErrorInvalidValue;
+  if (!dst_dev && is_device_pointer(dst)) return hipErrorInvalidValue;
+  if (!src_dev && is_device_pointer(src)) return hipErrorInvalidValue;
+  s->push([dst, src, bytes] { std::memmove(dst, src, bytes); });
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
+  FAKE_BEGIN();
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  if (bytes == 0) return hipSuccess;
+  if (!is_device_range(dst, bytes)) return hipErrorInvalidValue;
+  s->push([dst, value, bytes] { std::memset(dst, value, bytes); });
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (free_bytes == nullptr || total_bytes == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  std::lock_guard lock(state().mu);
+  const Device& d = state().devices[static_cast<size_t>(t_device)];
+  *free_bytes = d.total - d.used;
+  *total_bytes = d.total;
+  return hipSuccess;
+}

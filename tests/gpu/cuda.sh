@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tests/gpu/cuda.sh - build accel and run it on a machine with a real NVIDIA
+# GPU: the conformance suite, accelctl backends/devices/selftest, the CUDA
+# plugin's own tests (over the fake driver) and any benchmarks that are built.
+# Well under 10 minutes, no network. Usage, from anywhere:
+#
+#   tests/gpu/cuda.sh            # build into <repo>/build-gpu, then run
+#   BUILD_DIR=/tmp/b tests/gpu/cuda.sh
+#
+# ACCEL_CUDA_DRIVER=/abs/libcuda.so.1 runs everything against that driver
+# instead of the system's (e.g. the fake one, to try this script without a GPU).
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${BUILD_DIR:-$repo/build-gpu}
+jobs=$(nproc 2>/dev/null || echo 4)
+step_timeout=${STEP_TIMEOUT:-300}
+
+say() { printf '\n=== %s\n' "$*"; }
+die() { printf 'cuda.sh: %s\n' "$*" >&2; exit 2; }
+
+# --- what the build needs -------------------------------------------------------
+missing=()
+for tool in meson ninja c++ pkg-config timeout; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if command -v pkg-config >/dev/null 2>&1; then
+  for pc in spdlog fmt; do
+    pkg-config --exists "$pc" || missing+=("$pc (pkg-config)")
+  done
+  pkg-config --exists catch2 || [ -f /usr/include/catch2/catch.hpp ] ||
+    missing+=("Catch2 v2 (catch2/catch.hpp)")
+  pkg-config --exists nlohmann_json || [ -f /usr/include/nlohmann/json.hpp ] ||
+    missing+=("nlohmann-json")
+  [ -f /usr/include/CLI/CLI.hpp ] || pkg-config --exists CLI11 || missing+=("CLI11")
+fi
+[ -f /usr/local/cuda/include/cuda.h ] || [ -f /usr/include/cuda.h ] ||
+  missing+=("cuda.h (CUDA toolkit headers in /usr/local/cuda/include)")
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'cuda.sh: cannot build, missing: %s\n' "$(IFS=', '; echo "${missing[*]}")" >&2
+  printf 'cuda.sh: on Debian/Ubuntu: apt-get install meson ninja-build g++ pkg-config libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libcli11-dev (and the CUDA toolkit headers)\n' >&2
+  exit 2
+fi
+
+# --- the driver -------------------------------------------------------------------
+say "NVIDIA driver"
+if [ -n "${ACCEL_CUDA_DRIVER:-}" ]; then
+  echo "using ACCEL_CUDA_DRIVER=$ACCEL_CUDA_DRIVER"
+elif ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  ldconfig -p | grep 'libcuda\.so\.1 ' | head -2
+elif ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 \
+        /usr/local/nvidia/lib64/libcuda.so.1 2>/dev/null; then
+  :
+elif command -v nvidia-smi >/dev/null 2>&1; then
+  echo "warning: libcuda.so.1 not in the ldconfig cache; going on (accelctl backends will say)"
+else
+  die "no libcuda.so.1 and no nvidia-smi on this machine (no NVIDIA driver): nothing to test here"
+fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv || true
+fi
+echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}"
+
+# --- build ------------------------------------------------------------------------
+say "build into $build"
+start=$(date +%s)
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$repo" -Dbuildtype=release -Dcuda=enabled -Dhip=disabled \
+    -Dlevel_zero=disabled -Dopencl=disabled -Dtests=true -Dtools=true || die "meson setup failed"
+fi
+timeout 420 ninja -C "$build" -j "$jobs" || die "build failed"
+echo "build: $(( $(date +%s) - start )) s"
+
+export ACCEL_PLUGIN_PATH="$build/backends/cuda"
+[ -d "$build/plugins/sim" ] && ACCEL_PLUGIN_PATH="$ACCEL_PLUGIN_PATH:$build/plugins/sim"
+export ACCEL_LOG_LEVEL=${ACCEL_LOG_LEVEL:-warn}
+accelctl="$build/tools/accelctl/accelctl"
+conformance="$build/tests/accel-conformance"
+
+failed=()
+run() {  # run NAME CMD...: time it, keep going on failure
+  local name=$1; shift
+  say "$name: $*"
+  local t0; t0=$(date +%s%N)
+  timeout "$step_timeout" "$@"
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf -- '--- %s: exit %d in %d.%03d s\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000))
+  [ "$rc" -eq 0 ] || failed+=("$name (exit $rc)")
+}
+
+run "accelctl backends" "$accelctl" backends
+run "accelctl devices" env ACCEL_BACKEND=cuda "$accelctl" devices
+run "accelctl selftest" "$accelctl" selftest --backend cuda
+run "conformance" "$conformance" --backend cuda --durations yes
+run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
+for bench in "$build"/tests/bench/accel-bench*; do
+  [ -x "$bench" ] && [ -f "$bench" ] || continue
+  run "benchmark $(basename "$bench")" env ACCEL_BACKEND=cuda "$bench"
+done
+
+say "summary"
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "all CUDA checks passed"

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Staged-install consumer tests of accel (meson test --suite install).
+
+Each step stages `meson install` of the build tree into a fresh temporary
+DESTDIR outside the source tree, then uses that staged prefix the way an
+outside consumer would:
+
+  layout   files, symlinks and soname of the installed tree; accel.pc fields
+  c        the README's C example built through pkg-config and run
+  cxx      the README's C++ example built through CMake find_package(accel)
+           and run; version checks and a C-only CMake consumer
+  plugin   the README's backend recipe: a copy of plugins/sim renamed to
+           "oot", built against the staged accel_plugin.h alone, found by the
+           staged accelctl via ACCEL_PLUGIN_PATH and passed by the staged
+           accel-conformance
+  readme   the README quotes every file of examples/ verbatim (no install)
+
+Exit status 0 pass, 1 fail, 77 skip (a tool the step needs is missing).
+Set ACCEL_KEEP_TMP=1 to keep the temporary directory for inspection.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run(cmd, cwd=None, env=None, check=True, shell=False):
+    shown = cmd if isinstance(cmd, str) else " ".join(str(c) for c in cmd)
+    log(f"$ {shown}" + (f"    (in {cwd})" if cwd else ""))
+    p = subprocess.run(cmd, cwd=cwd, env=env, shell=shell, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.stdout:
+        log(p.stdout.rstrip())
+    if check and p.returncode != 0:
+        raise Failure(f"command failed with exit status {p.returncode}: {shown}")
+    return p
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+    log(f"ok: {what}")
+
+
+def clean_env():
+    """The caller's environment without anything that could point a consumer
+    back at the build or source tree."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ACCEL_", "PKG_CONFIG", "CMAKE_", "MESON"))
+           and k not in ("LD_LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
+                         "CPLUS_INCLUDE_PATH", "LIBRARY_PATH")}
+    env["LC_ALL"] = "C"
+    return env
+
+
+class Stage:
+    """One staged installation: DESTDIR plus the configured layout."""
+
+    def __init__(self, args, tmp):
+        self.args = args
+        self.destdir = tmp / "destdir"
+        self.prefix = Path(args.prefix)
+
+        def staged(p):
+            p = Path(p)
+            if not p.is_absolute():
+                p = self.prefix / p
+            return Path(str(self.destdir) + str(p))
+
+        self.root = staged(self.prefix)
+        self.libdir = staged(args.libdir)
+        self.includedir = staged(args.includedir)
+        self.bindir = staged(args.bindir)
+        self.plugindir = self.libdir / "accel" / "plugins"
+        self.pcdir = self.libdir / "pkgconfig"
+        self.cmakedir = self.libdir / "cmake" / "accel"
+        self.wrappers = self.compiler_wrappers(tmp)
+
+    def install(self):
+        env = clean_env()
+        env["DESTDIR"] = str(self.destdir)
+        run(self.args.meson + ["install", "-C", self.args.build_root, "--no-rebuild", "--quiet"],
+            env=env)
+        expect(self.root.is_dir(), f"meson install staged a prefix at {self.root}")
+
+    def compiler_wrappers(self, tmp):
+        """In a sanitizer build the installed library needs the sanitizer
+        runtimes first in the process: consumers must be built with the same
+        -fsanitize flags. The README's commands call plain cc / c++, so put
+        wrappers that add the flags ahead of them on PATH (CMake finds them
+        there too)."""
+        if self.args.sanitize in ("", "none"):
+            return None
+        wdir = tmp / "sanitizer-bin"
+        wdir.mkdir()
+        for name in ("cc", "c++", "gcc", "g++"):
+            real = shutil.which(name)
+            if real is None:
+                continue
+            w = wdir / name
+            w.write_text(f'#!/bin/sh\nexec "{real}" "$@" -fsanitize={self.args.sanitize}\n')
+            w.chmod(0o755)
+        log(f"note: sanitizer build ({self.args.sanitize}): consumers are built with "
+            f"-fsanitize={self.args.sanitize} through wrappers in {wdir}")
+        return wdir
+
+    def env(self, ld_path=True):
+        """Environment of a consumer using the staged prefix."""
+        env = clean_env()
+        env["PATH"] = f"{self.bindir}:{env.get('PATH', '/usr/bin:/bin')}"
+        if self.wrappers is not None:
+            env["PATH"] = f"{self.wrappers}:{env['PATH']}"
+        if ld_path:
+            env["LD_LIBRARY_PATH"] = str(self.libdir)
+        # Only the staged accel.pc, and its paths prefixed with DESTDIR: the
+        # way a distribution's sysroot build sees an installed package.
+        env["PKG_CONFIG_LIBDIR"] = str(self.pcdir)
+        env["PKG_CONFIG_SYSROOT_DIR"] = str(self.destdir)
+        env["CMAKE_PREFIX_PATH"] = str(self.root)
+        env["ACCEL_PLUGIN_PATH"] = str(self.plugindir)
+        env["ACCEL_BACKEND"] = "sim"
+        return env
+
+
+def copy_example(src_root, names, dst):
+    dst.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        shutil.copy2(src_root / n, dst / Path(n).name)
+    return dst
+
+
+# --- steps --------------------------------------------------------------------------
+
+
+def step_layout(args, tmp):
+    st = Stage(args, tmp)
+    st.install()
+
+    lib_real = st.libdir / "libaccelcore.so.1.0.0"
+    lib_so1 = st.libdir / "libaccelcore.so.1"
+    lib_dev = st.libdir / "libaccelcore.so"
+    expect(lib_real.is_file() and not lib_real.is_symlink(), f"{lib_real.name} is installed")
+    expect(lib_so1.is_symlink() and lib_so1.resolve() == lib_real.resolve(),
+           "libaccelcore.so.1 -> libaccelcore.so.1.0.0")
+    expect(lib_dev.is_symlink() and lib_dev.resolve() == lib_real.resolve(),
+           "libaccelcore.so (development link) -> libaccelcore.so.1.0.0")
+    readelf = shutil.which("readelf")
+    if readelf:
+        dyn = run([readelf, "-d", str(lib_real)]).stdout
+        expect(re.search(r"\(SONAME\)\s+Library soname: \[libaccelcore\.so\.1\]", dyn) is not None,
+               "SONAME is libaccelcore.so.1")
+        expect("RPATH" not in dyn and "RUNPATH" not in dyn, "no build-tree RPATH left in the library")
+    else:
+        log("note: readelf not found; soname not checked")
+
+    for h in ("accel.h", "accel_plugin.h", "accel.hpp"):
+        staged = st.includedir / "accel" / h
+        expect(staged.is_file(), f"include/accel/{h} is installed")
+        expect(staged.read_bytes() == (Path(args.source_root) / "include" / "accel" / h).read_bytes(),
+               f"installed {h} equals the source header")
+
+    expect((st.plugindir / "accel-sim.so").is_file(),
+           f"the sim plugin is installed in $libdir/accel/plugins ({st.plugindir})")
+    for exe in ("accelctl", "accel-conformance"):
+        p = st.bindir / exe
+        expect(p.is_file() and os.access(p, os.X_OK), f"bin/{exe} is installed")
+
+    # accel.pc
+    pc = st.pcdir / "accel.pc"
+    expect(pc.is_file(), "accel.pc is installed in $libdir/pkgconfig")
+    text = pc.read_text()
+    expect(re.search(r"^Requires(\.private)?:", text, re.M) is None,
+           "accel.pc requires no other package (spdlog/fmt stay private to the .so)")
+    env = st.env()
+    pkgconf = shutil.which("pkg-config")
+    if pkgconf is None:
+        raise Failure("pkg-config not found")
+    ver = run([pkgconf, "--modversion", "accel"], env=env).stdout.strip()
+    expect(ver == args.version, f"pkg-config --modversion accel is {args.version}")
+    cflags = run([pkgconf, "--cflags", "accel"], env=env).stdout.split()
+    libs = run([pkgconf, "--libs", "accel"], env=env).stdout.split()
+    expect(f"-I{st.includedir}" in cflags,
+           "pkg-config --cflags points into the staged include dir")
+    expect(f"-L{st.libdir}" in libs and "-laccelcore" in libs,
+           "pkg-config --libs gives -L<staged libdir> -laccelcore")
+    env_nosysroot = dict(env)
+    del env_nosysroot["PKG_CONFIG_SYSROOT_DIR"]
+    plugindir = run([pkgconf, "--variable=plugindir", "accel"], env=env_nosysroot).stdout.strip()
+    expect(plugindir == args.plugindir,
+           f"pkg-config --variable=plugindir accel is the compiled-in plugins dir ({args.plugindir})")
+
+    # CMake package files
+    for f in ("accelConfig.cmake", "accelConfigVersion.cmake"):
+        expect((st.cmakedir / f).is_file(), f"$libdir/cmake/accel/{f} is installed")
+    expect(str(args.build_root) not in (st.cmakedir / "accelConfig.cmake").read_text()
+           and str(args.source_root) not in (st.cmakedir / "accelConfig.cmake").read_text(),
+           "accelConfig.cmake names no build or source path")
+
+
+def step_c(args, tmp):
+    st = Stage(args, tmp)
+    st.install()
+    if shutil.which("cc") is None or shutil.which("pkg-config") is None:
+        log("SKIP: cc or pkg-config missing")
+        return SKIP
+    ex = Path(args.source_root) / "examples" / "c"
+    work = copy_example(ex, ["hello.c", "build.sh"], tmp / "consumer-c")
+    out = run(["sh", "-e", "build.sh"], cwd=work, env=st.env()).stdout
+    expect("accelerator: sim, 2 device(s)" in out, "the C example sees 2 sim devices")
+    expect("round trip ok" in out, "the C example's round trip works")
+    # It links the staged library by soname, and resolves it in the stage.
+    ldd = shutil.which("ldd")
+    if ldd:
+        resolved = run([ldd, str(work / "hello")], env=st.env()).stdout
+        expect(re.search(r"libaccelcore\.so\.1 => " + re.escape(str(st.libdir)), resolved)
+               is not None, "hello resolves libaccelcore.so.1 from the staged libdir")
+
+
+def cmake_configure_build(cmake, src, build, env):
+    run([cmake, "-S", str(src), "-B", str(build)], env=env)
+    run([cmake, "--build", str(build)], env=env)
+
+
+def step_cxx(args, tmp):
+    st = Stage(args, tmp)
+    st.install()
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        log("SKIP: cmake is not installed (scripts/bootstrap.sh installs it)")
+        return SKIP
+    ex = Path(args.source_root) / "examples" / "cxx"
+    work = copy_example(ex, ["CMakeLists.txt", "hello.cpp", "build.sh"], tmp / "consumer-cxx")
+    # No LD_LIBRARY_PATH: the imported target's IMPORTED_LOCATION must give
+    # the executable a working RPATH to the staged library by itself.
+    out = run(["sh", "-e", "build.sh"], cwd=work, env=st.env(ld_path=False)).stdout
+    expect(f"accel plugins dir: {st.plugindir}" in out,
+           "find_package(accel) sets ACCEL_PLUGIN_DIR to the (relocated) plugins dir")
+    expect("accelerator: sim, 2 device(s)" in out, "the C++ example sees 2 sim devices")
+    expect("round trip ok on device 1" in out, "the C++ example's round trip works on device 1")
+
+    # A C-only consumer: accel::core must not require C++ (or C++20).
+    cdir = tmp / "consumer-cmake-c"
+    cdir.mkdir()
+    shutil.copy2(Path(args.source_root) / "examples" / "c" / "hello.c", cdir / "hello.c")
+    (cdir / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\n"
+        "project(c_user LANGUAGES C)\n"
+        "set(CMAKE_C_STANDARD 99)\n"
+        f"find_package(accel {args.version} EXACT REQUIRED)\n"
+        "get_target_property(_loc accel::core IMPORTED_LOCATION)\n"
+        "message(STATUS \"accel::core location: ${_loc}\")\n"
+        "add_executable(hello_c hello.c)\n"
+        "target_link_libraries(hello_c PRIVATE accel::core)\n")
+    cmake_configure_build(cmake, cdir, cdir / "build", st.env(ld_path=False))
+    run_env = st.env(ld_path=False)
+    run_env["ACCEL_SIM_DEVICES"] = "2"
+    out = run([str(cdir / "build" / "hello_c")], env=run_env).stdout
+    expect("round trip ok" in out, "a C-only CMake consumer links accel::core and runs")
+
+    # Version checks of accelConfigVersion.cmake.
+    major, minor = args.version.split(".")[:2]
+    checks = [
+        (f"{major}.{minor}", True),
+        (args.version, True),
+        (f"{major}.{int(minor) + 1}", False),  # newer than installed
+        (f"{int(major) + 1}", False),           # another major
+        (f"{major}.{minor}...{int(major) + 2}", True),  # a range
+    ]
+    vdir = tmp / "consumer-cmake-versions"
+    vdir.mkdir()
+    lines = ["cmake_minimum_required(VERSION 3.19)", "project(v LANGUAGES C)"]
+    for i, (req, _) in enumerate(checks):
+        lines += [f"find_package(accel {req} QUIET)",
+                  f"message(STATUS \"check{i} ${{accel_FOUND}}\")",
+                  "unset(accel_FOUND)", "unset(accel_DIR CACHE)"]
+    (vdir / "CMakeLists.txt").write_text("\n".join(lines) + "\n")
+    out = run([cmake, "-S", str(vdir), "-B", str(vdir / "build")], env=st.env()).stdout
+    for i, (req, want) in enumerate(checks):
+        m = re.search(rf"check{i} (\S*)", out)
+        got = m is not None and m.group(1) in ("1", "ON", "TRUE", "YES")
+        expect(got == want, f"find_package(accel {req}) {'succeeds' if want else 'is refused'}")
+
+
+def step_plugin(args, tmp):
+    st = Stage(args, tmp)
+    st.install()
+    if shutil.which("c++") is None or shutil.which("pkg-config") is None:
+        log("SKIP: c++ or pkg-config missing")
+        return SKIP
+    work = tmp / "oot-plugin"
+    work.mkdir()
+    sim = Path(args.source_root) / "plugins" / "sim"
+    shutil.copy2(sim / "sim.cpp", work / "sim.cpp")
+    shutil.copy2(sim / "sim.map", work / "sim.map")
+    shutil.copy2(Path(args.source_root) / "examples" / "plugin" / "build.sh", work / "build.sh")
+    expect('kBackendName = "sim"' in (work / "sim.cpp").read_text(),
+           'plugins/sim/sim.cpp names its backend in one place (kBackendName = "sim")')
+
+    env = st.env()
+    # Not the staged plugins dir, and no ACCEL_BACKEND: the script sets the
+    # path to its own folder and the new backend must be picked by itself.
+    del env["ACCEL_PLUGIN_PATH"]
+    del env["ACCEL_BACKEND"]
+    out = run(["bash", "-e", "build.sh"], cwd=work, env=env).stdout
+    expect('kBackendName = "oot"' in (work / "sim.cpp").read_text(), "the copy was renamed to oot")
+    # bash -e: the script already failed if accel-conformance did.
+    expect("All tests passed" in out.split("accel-conformance --backend oot")[-1],
+           "accel-conformance --backend oot passes (Catch2: All tests passed)")
+
+    # The plugin exports exactly the entry symbol.
+    nm = shutil.which("nm")
+    if nm:
+        syms = run([nm, "-D", "--defined-only", str(work / "accel-oot.so")]).stdout
+        fields = [l.split() for l in syms.splitlines()]
+        exported = [f[2] for f in fields if len(f) == 3 and f[1].isupper()]
+        expect(exported == ["accel_plugin_get_api"],
+               f"the plugin exports only accel_plugin_get_api (got {exported})")
+
+    env["ACCEL_PLUGIN_PATH"] = str(work / "plugins")
+    env["ACCEL_SIM_DEVICES"] = "2"
+    p = run(["accelctl", "backends", "--json"], cwd=work, env=env, check=False)
+    if p.returncode != 0:
+        p = run(["accelctl", "--json", "backends"], cwd=work, env=env)
+    doc = json.loads(p.stdout)
+    oot = [b for b in doc["backends"] if b.get("name") == "oot"]
+    expect(len(oot) == 1, "accelctl backends --json lists the oot backend once")
+    b = oot[0]
+    expect(b["status"] == "available", f"oot is available (status {b['status']}: {b.get('reason')})")
+    expect(b["device_count"] == 2, "oot has 2 devices")
+    expect(Path(b["path"]).resolve() == (work / "plugins" / "accel-oot.so").resolve(),
+           "oot was loaded from the ACCEL_PLUGIN_PATH directory")
+    expect(doc.get("current_accelerator") == "oot", "oot is the current accelerator")
+
+    # And the conformance suite, run here again so a pass is unambiguous.
+    p = run(["accel-conformance", "--backend", "oot"], cwd=work, env=env, check=False)
+    expect(p.returncode == 0, "the staged accel-conformance --backend oot exits 0")
+
+
+def step_readme(args, tmp):
+    src = Path(args.source_root)
+    readme = (src / "README.md").read_text()
+    for title in ("## Use accel from C", "## Use accel from C++", "## Write a backend"):
+        expect(re.search(rf"^{re.escape(title)}\s*$", readme, re.M) is not None,
+               f"README has a section '{title[3:]}'")
+    # <!-- example: path --> then a fenced block whose body is the file.
+    pattern = re.compile(r"<!-- example: (\S+) -->\s*\n```[^\n]*\n(.*?)```", re.S)
+    quoted = {}
+    for m in pattern.finditer(readme):
+        quoted.setdefault(m.group(1), []).append(m.group(2))
+    examples = sorted(str(p.relative_to(src)) for p in (src / "examples").rglob("*") if p.is_file())
+    expect(examples != [], "examples/ has files")
+    for rel in examples:
+        expect(rel in quoted, f"README quotes {rel}")
+        want = (src / rel).read_text()
+        for body in quoted[rel]:
+            if body != want:
+                import difflib
+                diff = "".join(difflib.unified_diff(want.splitlines(True), body.splitlines(True),
+                                                    rel, "README.md"))
+                log(diff)
+            expect(body == want, f"README's copy of {rel} equals the file")
+    for rel in quoted:
+        expect((src / rel).is_file(), f"README's example marker names an existing file ({rel})")
+
+
+STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
+         "readme": step_readme}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("step", choices=sorted(STEPS))
+    ap.add_argument("--meson", required=True, help="meson command (may be several words)")
+    ap.add_argument("--build-root", required=True)
+    ap.add_argument("--source-root", required=True)
+    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--libdir", required=True)
+    ap.add_argument("--includedir", required=True)
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--plugindir", required=True)
+    ap.add_argument("--version", required=True)
+    ap.add_argument("--sanitize", default="none", help="the build's b_sanitize option")
+    args = ap.parse_args()
+    args.meson = [args.meson]
+
+    tmp = Path(tempfile.mkdtemp(prefix=f"accel-install-{args.step}-"))
+    src = Path(args.source_root).resolve()
+    if src in tmp.resolve().parents:
+        log(f"temporary directory {tmp} is inside the source tree; set TMPDIR elsewhere")
+        return 1
+    log(f"step {args.step}; working in {tmp}")
+    try:
+        rc = STEPS[args.step](args, tmp)
+        if rc == SKIP:
+            return SKIP
+        log(f"PASS: {args.step}")
+        return 0
+    except Failure as e:
+        log(f"FAIL: {e}")
+        return 1
+    finally:
+        if os.environ.get("ACCEL_KEEP_TMP"):
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
