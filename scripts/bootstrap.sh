@@ -11,22 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 
-packages=(
-  # toolchain and build system
-  g++ clang meson ninja-build pkg-config python3
-  # libraries accel uses
-  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2 libbenchmark-dev
-  # OpenCL backend: the ICD loader, headers, and PoCL as a real CPU runtime
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  # HIP backend: headers to compile against, and Debian's HIP 5.2 runtime
-  # (answers hipErrorNoDevice here: the no_devices test runs against it)
-  libamdhip64-dev
-  # Level Zero backend: the real loader (tests load a fake driver through it)
-  libze-dev libze1
-  # tests' tools: nm for the export check, cmake + pkg-config for the
-  # staged-install consumer tests
-  binutils cmake valgrind
-)
+packages=($(grep -v '^#' scripts/debian-packages.txt))
 
 missing=()
 for p in "${packages[@]}"; do
