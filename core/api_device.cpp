@@ -1,8 +1,6 @@
 // Availability, current accelerator, device count, current device index and
 // its exchange functions, device synchronize and properties
 // (torch.accelerator's module-level functions).
-#include <cstring>
-
 #include <algorithm>
 #include <cstring>
 
@@ -32,6 +30,19 @@ accel_status_t exchange(const char* fn, int32_t device, int32_t* previous, uint3
   if (auto st = set_current_device(*b, target, flags); st != ACCEL_SUCCESS) return st;
   *previous = before;
   return ACCEL_SUCCESS;
+}
+
+// exchange's whole job when the core owns the current device and the
+// arguments are valid: two thread-local accesses. False: take the full path
+// (which also reports the error).
+inline bool fast_exchange(int32_t device, int32_t* previous) {
+  Backend* b = fast_current();
+  if (b == nullptr || previous == nullptr || device >= b->device_count) [[unlikely]]
+    return false;
+  HotThread& h = t_hot;
+  *previous = h.device;
+  if (device >= 0) h.device = device;
+  return true;
 }
 
 }  // namespace
@@ -75,6 +86,8 @@ int32_t accel_device_count(void) {
 }
 
 int32_t accel_current_device_index(void) {
+  if (fast_current() != nullptr) [[likely]]
+    return t_hot.device;
   try {
     Backend* b = runtime().current;
     return b != nullptr ? current_device(*b) : -1;
@@ -84,6 +97,11 @@ int32_t accel_current_device_index(void) {
 }
 
 accel_status_t accel_set_device_index(int32_t device) {
+  if (Backend* b = fast_current(); b != nullptr && device >= 0 && device < b->device_count)
+      [[likely]] {
+    t_hot.device = device;
+    return ACCEL_SUCCESS;
+  }
   const char* const fn = __func__;
   return guarded(fn, [&] {
     Backend* b = nullptr;
@@ -96,11 +114,15 @@ accel_status_t accel_set_device_index(int32_t device) {
 }
 
 accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
+  if (fast_exchange(device, previous)) [[likely]]
+    return ACCEL_SUCCESS;
   const char* const fn = __func__;
   return guarded(fn, [&] { return exchange(fn, device, previous, 0); });
 }
 
 accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
+  if (fast_exchange(device, previous)) [[likely]]
+    return ACCEL_SUCCESS;
   const char* const fn = __func__;
   return guarded(fn, [&] {
     return exchange(fn, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);

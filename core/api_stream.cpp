@@ -43,6 +43,18 @@ accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_
 extern "C" {
 
 accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
+  // Fast path: the thread's cached current stream of its current device,
+  // still live and not replaced since (see HotThread).
+  if (Backend* b = fast_current(); b != nullptr && stream != nullptr) [[likely]] {
+    HotThread& h = t_hot;
+    accel_stream_s* s = h.stream;
+    if ((device < 0 || device == h.device) && h.stream_device == h.device && live(s) &&
+        s->generation.load(std::memory_order_relaxed) == h.stream_generation &&
+        s->backend == b) [[likely]] {
+      *stream = s;
+      return ACCEL_SUCCESS;
+    }
+  }
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
@@ -72,8 +84,11 @@ accel_status_t accel_set_stream(accel_stream_t stream) {
     }
     auto& streams = thread_state().streams;
     if (streams.size() < static_cast<size_t>(b->device_count))
-      streams.resize(static_cast<size_t>(b->device_count), nullptr);
-    streams[static_cast<size_t>(stream->device)] = stream->is_default ? nullptr : stream;
+      streams.resize(static_cast<size_t>(b->device_count));
+    CurrentStream& cur = streams[static_cast<size_t>(stream->device)];
+    cur.stream = stream->is_default ? nullptr : stream;
+    cur.generation = stream->generation.load(std::memory_order_acquire);
+    forget_stream_cache();
     return ACCEL_SUCCESS;
   });
 }
@@ -142,6 +157,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     if (!stream->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream was already destroyed", fn);
     }
+    stream->generation.fetch_add(1, std::memory_order_release);
     Backend& b = *stream->backend;
     auto st = call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
     stream_pool().release(stream);

@@ -1,6 +1,7 @@
 #include "error.hpp"
 
 #include "log.hpp"
+#include "runtime.hpp"
 
 namespace accel::core {
 
@@ -18,6 +19,8 @@ accel_status_t fail(accel_status_t status, std::string message) {
 const char* last_error() { return t_last_error.c_str(); }
 
 PluginError& plugin_error() { return t_plugin_error; }
+
+bool plugin_error_set() { return t_hot.plugin_error_set; }
 
 LastErrorScope::LastErrorScope() : saved_(t_last_error) {}
 LastErrorScope::~LastErrorScope() { t_last_error = std::move(saved_); }

@@ -22,13 +22,15 @@ accel_status_t failf(accel_status_t status, fmt::format_string<Args...> format, 
 
 const char* last_error();
 
-// What a plugin said through host->set_error during the current call.
+// What a plugin said through host->set_error during the current call. Whether
+// it said anything is HotThread::plugin_error_set (runtime.hpp), reset before
+// every plugin call without touching this colder thread_local.
 struct PluginError {
-  bool set = false;
   accel_status_t status = ACCEL_SUCCESS;
   std::string message;
 };
 PluginError& plugin_error();
+bool plugin_error_set();
 
 // Saves and restores the caller's last error around discovery, whose plugin
 // chatter must not leak into what the user's first call reports.

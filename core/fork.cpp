@@ -38,6 +38,9 @@ void release() {
 
 void child() {
   release();
+  // fork() runs this in the forking thread, the only one the child has:
+  // its cached current stream may belong to a backend that is unusable now.
+  forget_stream_cache();
   for (auto& b : g_rt->entries) {
     if (initialised(*b) && (b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) == 0) {
       b->forked.store(true, std::memory_order_relaxed);

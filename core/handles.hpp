@@ -26,6 +26,9 @@ constexpr uint32_t kDeadMagic = 0xdeadbeefu;
 
 struct accel_stream_s {
   std::atomic<uint32_t> magic{0};
+  // Bumped each time the handle is destroyed, so a thread's saved current
+  // stream can tell its own stream from a later one in the same slot.
+  std::atomic<uint32_t> generation{0};
   accel::core::Backend* backend = nullptr;
   int32_t device = 0;
   int32_t priority = 0;

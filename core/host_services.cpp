@@ -27,7 +27,7 @@ int host_log_enabled(const accel_host_services_t*, accel_log_level_t level) {
 void host_set_error(const accel_host_services_t* host, accel_status_t status, const char* message) {
   if (host == nullptr) return;
   auto& pe = plugin_error();
-  pe.set = true;
+  t_hot.plugin_error_set = true;
   pe.status = status;
   pe.message = message != nullptr ? message : "";
 }
@@ -49,14 +49,9 @@ void init_host_services(Backend& b) {
   b.host.get_env = host_get_env;
 }
 
-void begin_plugin_call() {
-  auto& pe = plugin_error();
-  pe.set = false;
-}
-
 accel_status_t finish_plugin_call(const Backend& b, const char* op, accel_status_t status) {
   auto& pe = plugin_error();
-  if (pe.set && !pe.message.empty()) return failf(status, "{}: {}", b.name, pe.message);
+  if (t_hot.plugin_error_set && !pe.message.empty()) return failf(status, "{}: {}", b.name, pe.message);
   return failf(status, "{}: {} failed: {} ({})", b.name, op, accel_status_name(status),
                accel_status_message(status));
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "runtime.hpp"
 
 namespace accel::core {
 
@@ -15,7 +16,9 @@ template <typename Fn>
 accel_status_t call_plugin(const Backend& b, const char* op, Fn&& fn);
 
 accel_status_t finish_plugin_call(const Backend& b, const char* op, accel_status_t status);
-void begin_plugin_call();
+
+// Resets the plugin-error channel (one store to initial-exec TLS).
+inline void begin_plugin_call() { t_hot.plugin_error_set = false; }
 
 template <typename Fn>
 accel_status_t call_plugin(const Backend& b, const char* op, Fn&& fn) {

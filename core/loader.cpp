@@ -101,7 +101,7 @@ std::string partial_group(const accel_plugin_api_t& a) {
 
 std::string plugin_said(const char* fallback) {
   auto& pe = plugin_error();
-  return pe.set && !pe.message.empty() ? pe.message : fallback;
+  return plugin_error_set() && !pe.message.empty() ? pe.message : fallback;
 }
 
 // dlopen + entry + vtable checks + init + device_count for one file.
@@ -125,7 +125,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   if (api == nullptr) {
     b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){}",
                            ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
-                           plugin_error().set ? ": " + plugin_error().message : "");
+                           plugin_error_set() ? ": " + plugin_error().message : "");
     return;
   }
   constexpr size_t header = offsetof(accel_plugin_api_t, abi_minor) + sizeof(uint32_t);

@@ -20,7 +20,6 @@ namespace accel::core {
 namespace {
 
 std::mutex g_discovery_mutex;
-std::atomic<Runtime*> g_runtime{nullptr};
 thread_local ThreadState t_state;
 
 // ACCEL_BACKEND if set, else the highest priority available backend (ties by
@@ -73,6 +72,11 @@ void choose_current(Runtime& rt) {
   }
 }
 
+}  // namespace
+
+std::atomic<Runtime*> g_runtime{nullptr};
+constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
+
 Runtime& discover_slow() {
   std::lock_guard lock(g_discovery_mutex);
   if (Runtime* r = g_runtime.load(std::memory_order_acquire)) return *r;
@@ -85,15 +89,7 @@ Runtime& discover_slow() {
   return *rt;
 }
 
-}  // namespace
-
 std::mutex& discovery_mutex() { return g_discovery_mutex; }
-
-Runtime& runtime() {
-  if (Runtime* r = g_runtime.load(std::memory_order_acquire)) [[likely]]
-    return *r;
-  return discover_slow();
-}
 
 ThreadState& thread_state() { return t_state; }
 
@@ -123,7 +119,7 @@ accel_status_t resolve_device(const char* fn, Backend& b, int32_t device, int32_
   return ACCEL_SUCCESS;
 }
 
-accel_status_t ensure_ready(Backend& b) {
+accel_status_t ensure_ready_slow(Backend& b) {
   if (b.forked.load(std::memory_order_relaxed)) [[unlikely]] {
     return failf(ACCEL_ERROR_FORKED,
                  "backend '{}' was initialised before fork() and is not fork-safe; in the child "
@@ -162,7 +158,7 @@ int32_t current_device(Backend& b) {
       return dev;
     }
   }
-  return t_state.device;
+  return t_hot.device;
 }
 
 accel_status_t set_current_device(Backend& b, int32_t device, uint32_t flags) {
@@ -172,7 +168,7 @@ accel_status_t set_current_device(Backend& b, int32_t device, uint32_t flags) {
                           [&] { return b.api.set_current_device(device, flags); });
     if (st != ACCEL_SUCCESS) return st;
   }
-  t_state.device = device;
+  t_hot.device = device;
   return ACCEL_SUCCESS;
 }
 
@@ -203,17 +199,31 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
 
 accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) {
   auto& streams = t_state.streams;
+  out = nullptr;
   if (static_cast<size_t>(device) < streams.size()) {
-    accel_stream_s* s = streams[static_cast<size_t>(device)];
+    CurrentStream& cur = streams[static_cast<size_t>(device)];
+    accel_stream_s* s = cur.stream;
     // A stream destroyed while current falls back to the default stream
-    // rather than handing out a dead handle.
-    if (s != nullptr && live(s) && s->backend == &b) {
+    // rather than handing out a dead handle (or a newer stream that reuses
+    // the slot: the generation differs).
+    if (s != nullptr && live(s) && s->backend == &b &&
+        s->generation.load(std::memory_order_acquire) == cur.generation) {
       out = s;
-      return ACCEL_SUCCESS;
+    } else {
+      cur = CurrentStream{};
     }
-    streams[static_cast<size_t>(device)] = nullptr;
   }
-  return default_stream(b, device, out);
+  if (out == nullptr) {
+    if (auto st = default_stream(b, device, out); st != ACCEL_SUCCESS) return st;
+  }
+  // Remember the answer for the current device's fast path
+  // (accel_current_stream), which re-checks liveness and generation.
+  if (device == t_hot.device && !b.native_current_device()) {
+    t_hot.stream = out;
+    t_hot.stream_generation = out->generation.load(std::memory_order_acquire);
+    t_hot.stream_device = device;
+  }
+  return ACCEL_SUCCESS;
 }
 
 }  // namespace accel::core

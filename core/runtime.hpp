@@ -2,6 +2,7 @@
 // vendor initialisation, per-thread state and fork handling.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,17 +18,62 @@ struct Runtime {
   std::string selection_reason;
 };
 
+// Set once, by the thread that ran discovery; never reset.
+extern std::atomic<Runtime*> g_runtime;
+Runtime& discover_slow();
+
 // Runs discovery on the first call (from any number of threads at once: one
 // discovery, one answer), then returns the same object until process exit.
-Runtime& runtime();
+inline Runtime& runtime() {
+  if (Runtime* r = g_runtime.load(std::memory_order_acquire)) [[likely]]
+    return *r;
+  return discover_slow();
+}
 
-// Per-thread state (torch semantics): current device index, and the current
-// stream per device of the current accelerator (nullptr: default stream).
+// The current accelerator when discovery has run and it keeps the current
+// device in the core (not in the vendor runtime): the case where a query is
+// answered from thread-local state alone. nullptr sends callers to the full
+// path (first call, no accelerator, or CUDA/HIP-style native device state).
+inline Backend* fast_current() {
+  Runtime* r = g_runtime.load(std::memory_order_acquire);
+  if (r == nullptr) [[unlikely]]
+    return nullptr;
+  Backend* b = r->current;
+  return b != nullptr && !b->native_current_device() ? b : nullptr;
+}
+
+// What every dispatch reads, in one trivially destructible thread_local.
+// initial-exec: a plain %fs-relative load instead of a __tls_get_addr call
+// per access (Mesa's GL dispatch does the same). It costs a few bytes of the
+// static TLS surplus when the library is dlopen'ed, hence kept this small.
+struct HotThread {
+  int32_t device = 0;  // current device index (backends without native state)
+  // Cache of the thread's current stream of `stream_device` (-1: empty),
+  // valid while the handle is live with the same generation.
+  int32_t stream_device = -1;
+  accel_stream_s* stream = nullptr;
+  uint32_t stream_generation = 0;
+  // host->set_error was called during the current plugin call.
+  bool plugin_error_set = false;
+};
+extern constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
+
+// Per-thread state off the hot path (torch semantics): the current stream per
+// device of the current accelerator (nullptr: default stream), with the
+// generation of the handle when it was set (a destroyed and reused handle is
+// not mistaken for the one set).
+struct CurrentStream {
+  accel_stream_s* stream = nullptr;
+  uint32_t generation = 0;
+};
 struct ThreadState {
-  int32_t device = 0;
-  std::vector<accel_stream_s*> streams;
+  std::vector<CurrentStream> streams;
 };
 ThreadState& thread_state();
+
+// Drops the calling thread's current-stream cache (after set_stream, or in a
+// fork child whose backend just became unusable).
+inline void forget_stream_cache() { t_hot.stream_device = -1; }
 
 // The current accelerator, or ACCEL_ERROR_NO_ACCELERATOR naming `fn`.
 accel_status_t require_current(const char* fn, Backend*& out);
@@ -38,8 +84,15 @@ accel_status_t require_current(const char* fn, Backend*& out);
 accel_status_t resolve_device(const char* fn, Backend& b, int32_t device, int32_t& out);
 
 // Checks that `b` may be used in this process (fork) and runs its lazy_init
-// once. Every operation that reaches a vendor runtime goes through it.
-accel_status_t ensure_ready(Backend& b);
+// once. Every operation that reaches a vendor runtime goes through it; after
+// the first success it is two relaxed/acquire loads, inlined.
+accel_status_t ensure_ready_slow(Backend& b);
+inline accel_status_t ensure_ready(Backend& b) {
+  if (!b.forked.load(std::memory_order_relaxed) &&
+      b.init_state.load(std::memory_order_acquire) == 1) [[likely]]
+    return ACCEL_SUCCESS;
+  return ensure_ready_slow(b);
+}
 
 // True once lazy_init has succeeded (accel_synchronize skips a backend that
 // was never initialised).

@@ -116,10 +116,23 @@ accel_status_t count_devices(int32_t* count) {
                             count);
   } else {
     KfdTopology t = read_kfd_topology(kSystemTopology);
-    st = t.readable ? count_from_topology(kSystemTopology, t, kfd, count)
-                    : count_from_runtime(format("the KFD topology %s is not readable: %s",
-                                                kSystemTopology, t.error.c_str()),
-                                         count);
+    if (t.readable) {
+      st = count_from_topology(kSystemTopology, t, kfd, count);
+    } else if (std::string problem = kfd_problem(kfd); !problem.empty()) {
+      // ROCr finds GPUs only through /dev/kfd: without it hipGetDeviceCount
+      // can only say hipErrorNoDevice, after loading and initialising the
+      // whole runtime (tens of ms and a fork-unsafe process). Say it here.
+      g_source = "KFD device node";
+      *count = 0;
+      explain(format("no AMD GPU: the KFD topology %s is not readable (%s) and %s; the HIP "
+                     "runtime was not initialised [HIP runtime %s]",
+                     kSystemTopology, t.error.c_str(), problem.c_str(), runtime_label().c_str()));
+      st = ACCEL_SUCCESS;
+    } else {
+      st = count_from_runtime(format("the KFD topology %s is not readable: %s", kSystemTopology,
+                                     t.error.c_str()),
+                              count);
+    }
   }
   if (st == ACCEL_SUCCESS) g_count = *count;
   return st;

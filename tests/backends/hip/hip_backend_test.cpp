@@ -293,7 +293,7 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
   CHECK(accel_is_available() == 0);
 }
 
-TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly", "[debian]") {
+TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not initialised", "[debian]") {
   if (access("/dev/kfd", F_OK) == 0) {
     std::printf("SKIPPED: /dev/kfd exists: this machine may have an AMD GPU\n");
     WARN("SKIPPED: /dev/kfd exists");
@@ -313,10 +313,13 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly", "[debian]")
   }
   CHECK(contains(c.out, "status=no_devices"));
   CHECK(contains(c.out, "devices=0"));
-  CHECK(contains(c.out, "hipGetDeviceCount"));
-  CHECK(contains(c.out, "hipErrorNoDevice"));
-  CHECK(contains(c.out, "libamdhip64.so"));
+  // Without /dev/kfd ROCr cannot see a GPU: discovery says so without
+  // initialising the runtime (performance issue: no vendor runtime that is
+  // not needed to count devices), and still names the runtime it found.
   CHECK(contains(c.out, "/dev/kfd is absent"));
+  CHECK(contains(c.out, "the HIP runtime was not initialised"));
+  CHECK(contains(c.out, "libamdhip64.so"));
+  CHECK_FALSE(contains(c.out, "hipGetDeviceCount"));
   CHECK(c.err.empty());  // neither accel nor the HIP runtime printed anything
 }
 
