@@ -44,14 +44,12 @@ extern "C" {
 
 accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
   // Fast path: the thread's cached current stream of its current device,
-  // still live and not replaced since (see HotThread).
-  if (Backend* b = fast_current(); b != nullptr && stream != nullptr) [[likely]] {
+  // when no stream was destroyed and set_stream not called since (HotThread).
+  if (fast_current() != nullptr && stream != nullptr) [[likely]] {
     HotThread& h = t_hot;
-    accel_stream_s* s = h.stream;
-    if ((device < 0 || device == h.device) && h.stream_device == h.device && live(s) &&
-        s->generation.load(std::memory_order_relaxed) == h.stream_generation &&
-        s->backend == b) [[likely]] {
-      *stream = s;
+    if ((device < 0 || device == h.device) && h.stream_device == h.device &&
+        h.stream_epoch == g_stream_epoch.load(std::memory_order_acquire)) [[likely]] {
+      *stream = h.stream;
       return ACCEL_SUCCESS;
     }
   }
@@ -158,6 +156,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream was already destroyed", fn);
     }
     stream->generation.fetch_add(1, std::memory_order_release);
+    g_stream_epoch.fetch_add(1, std::memory_order_acq_rel);
     Backend& b = *stream->backend;
     auto st = call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
     stream_pool().release(stream);

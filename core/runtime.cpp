@@ -75,6 +75,8 @@ void choose_current(Runtime& rt) {
 }  // namespace
 
 std::atomic<Runtime*> g_runtime{nullptr};
+std::atomic<Backend*> g_fast_backend{nullptr};
+std::atomic<uint64_t> g_stream_epoch{0};
 constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
 
 Runtime& discover_slow() {
@@ -85,6 +87,8 @@ Runtime& discover_slow() {
   choose_current(*rt);
   log().debug("current accelerator: {}", rt->selection_reason);
   install_fork_handlers(*rt);
+  if (rt->current != nullptr && !rt->current->native_current_device())
+    g_fast_backend.store(rt->current, std::memory_order_release);
   g_runtime.store(rt, std::memory_order_release);
   return *rt;
 }
@@ -199,6 +203,8 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
 
 accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) {
   auto& streams = t_state.streams;
+  // Read before the handle is checked: a destroy after the check moves it.
+  const uint64_t epoch = g_stream_epoch.load(std::memory_order_acquire);
   out = nullptr;
   if (static_cast<size_t>(device) < streams.size()) {
     CurrentStream& cur = streams[static_cast<size_t>(device)];
@@ -217,10 +223,10 @@ accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) 
     if (auto st = default_stream(b, device, out); st != ACCEL_SUCCESS) return st;
   }
   // Remember the answer for the current device's fast path
-  // (accel_current_stream), which re-checks liveness and generation.
+  // (accel_current_stream), valid until some stream is destroyed.
   if (device == t_hot.device && !b.native_current_device()) {
     t_hot.stream = out;
-    t_hot.stream_generation = out->generation.load(std::memory_order_acquire);
+    t_hot.stream_epoch = epoch;
     t_hot.stream_device = device;
   }
   return ACCEL_SUCCESS;

@@ -34,13 +34,14 @@ inline Runtime& runtime() {
 // device in the core (not in the vendor runtime): the case where a query is
 // answered from thread-local state alone. nullptr sends callers to the full
 // path (first call, no accelerator, or CUDA/HIP-style native device state).
-inline Backend* fast_current() {
-  Runtime* r = g_runtime.load(std::memory_order_acquire);
-  if (r == nullptr) [[unlikely]]
-    return nullptr;
-  Backend* b = r->current;
-  return b != nullptr && !b->native_current_device() ? b : nullptr;
-}
+// Published with g_runtime, so the hot path is one load.
+extern std::atomic<Backend*> g_fast_backend;
+inline Backend* fast_current() { return g_fast_backend.load(std::memory_order_acquire); }
+
+// Bumped (after the handle is marked dead) whenever any stream is destroyed:
+// a thread's cached current stream is trusted only while this has not moved
+// since the cache was filled, so the hot path never dereferences the handle.
+extern std::atomic<uint64_t> g_stream_epoch;
 
 // What every dispatch reads, in one trivially destructible thread_local.
 // initial-exec: a plain %fs-relative load instead of a __tls_get_addr call
@@ -49,10 +50,10 @@ inline Backend* fast_current() {
 struct HotThread {
   int32_t device = 0;  // current device index (backends without native state)
   // Cache of the thread's current stream of `stream_device` (-1: empty),
-  // valid while the handle is live with the same generation.
+  // valid while g_stream_epoch equals stream_epoch.
   int32_t stream_device = -1;
   accel_stream_s* stream = nullptr;
-  uint32_t stream_generation = 0;
+  uint64_t stream_epoch = 0;
   // host->set_error was called during the current plugin call.
   bool plugin_error_set = false;
 };

@@ -99,6 +99,23 @@ accel_status_t count_from_runtime(const std::string& why, int32_t* count) {
 
 }  // namespace
 
+std::string visibly_no_gpu() {
+  const char* topo_env = config_env("ACCEL_HIP_KFD_TOPOLOGY");
+  const char* runtime_env = config_env("ACCEL_HIP_RUNTIME");
+  if ((topo_env != nullptr && *topo_env != '\0') || (runtime_env != nullptr && *runtime_env != '\0'))
+    return {};
+  KfdTopology t = read_kfd_topology(kSystemTopology);
+  if (t.readable) return {};
+  const char* kfd_env = config_env("ACCEL_HIP_KFD_DEVICE");
+  std::string problem = kfd_problem(kfd_env != nullptr && *kfd_env != '\0' ? kfd_env : kSystemKfd);
+  if (problem.empty()) return {};
+  // ROCr finds GPUs only through /dev/kfd: without it hipGetDeviceCount can
+  // only say hipErrorNoDevice, after loading (~15 ms: ROCr, comgr, LLVM) and
+  // initialising the whole runtime, which also makes the process fork-unsafe.
+  return format("the KFD topology %s is not readable (%s) and %s; the HIP runtime was not loaded",
+                kSystemTopology, t.error.c_str(), problem.c_str());
+}
+
 accel_status_t count_devices(int32_t* count) {
   const char* topo_env = config_env("ACCEL_HIP_KFD_TOPOLOGY");
   const char* kfd_env = config_env("ACCEL_HIP_KFD_DEVICE");
@@ -118,15 +135,10 @@ accel_status_t count_devices(int32_t* count) {
     KfdTopology t = read_kfd_topology(kSystemTopology);
     if (t.readable) {
       st = count_from_topology(kSystemTopology, t, kfd, count);
-    } else if (std::string problem = kfd_problem(kfd); !problem.empty()) {
-      // ROCr finds GPUs only through /dev/kfd: without it hipGetDeviceCount
-      // can only say hipErrorNoDevice, after loading and initialising the
-      // whole runtime (tens of ms and a fork-unsafe process). Say it here.
+    } else if (std::string why = visibly_no_gpu(); !why.empty()) {
       g_source = "KFD device node";
       *count = 0;
-      explain(format("no AMD GPU: the KFD topology %s is not readable (%s) and %s; the HIP "
-                     "runtime was not initialised [HIP runtime %s]",
-                     kSystemTopology, t.error.c_str(), problem.c_str(), runtime_label().c_str()));
+      explain("no AMD GPU: " + why);
       st = ACCEL_SUCCESS;
     } else {
       st = count_from_runtime(format("the KFD topology %s is not readable: %s", kSystemTopology,

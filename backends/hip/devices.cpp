@@ -30,7 +30,12 @@ accel_status_t DeviceScope::enter(int32_t device) {
 std::string on_device(int32_t device) { return "on device " + std::to_string(device); }
 
 accel_status_t op_init() {
-  return guarded("init", [] { return load_runtime(); });
+  return guarded("init", [] {
+    // A machine without an AMD GPU does not pay for loading HIP at every
+    // program start (performance issue: cold start); device_count says why.
+    if (!visibly_no_gpu().empty()) return ACCEL_SUCCESS;
+    return load_runtime();
+  });
 }
 
 accel_status_t op_device_count(int32_t* count) {

@@ -293,7 +293,7 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
   CHECK(accel_is_available() == 0);
 }
 
-TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not initialised", "[debian]") {
+TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not loaded", "[debian]") {
   if (access("/dev/kfd", F_OK) == 0) {
     std::printf("SKIPPED: /dev/kfd exists: this machine may have an AMD GPU\n");
     WARN("SKIPPED: /dev/kfd exists");
@@ -314,13 +314,32 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not 
   CHECK(contains(c.out, "status=no_devices"));
   CHECK(contains(c.out, "devices=0"));
   // Without /dev/kfd ROCr cannot see a GPU: discovery says so without
-  // initialising the runtime (performance issue: no vendor runtime that is
-  // not needed to count devices), and still names the runtime it found.
+  // loading the runtime (performance issue: no vendor runtime that is not
+  // needed to count devices).
   CHECK(contains(c.out, "/dev/kfd is absent"));
-  CHECK(contains(c.out, "the HIP runtime was not initialised"));
-  CHECK(contains(c.out, "libamdhip64.so"));
+  CHECK(contains(c.out, "the HIP runtime was not loaded"));
   CHECK_FALSE(contains(c.out, "hipGetDeviceCount"));
-  CHECK(c.err.empty());  // neither accel nor the HIP runtime printed anything
+  CHECK(c.err.empty());  // accel printed nothing
+
+  // The same runtime named explicitly is loaded and asked: it must agree
+  // (hipErrorNoDevice), quietly.
+  const char* debian = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+  if (access(debian, R_OK) != 0) {
+    std::printf("SKIPPED (explicit part): %s is not installed\n", debian);
+    WARN("SKIPPED: " << debian << " is not installed");
+    return;
+  }
+  setenv("ACCEL_HIP_RUNTIME", debian, 1);
+  Captured r = run_probe();
+  unsetenv("ACCEL_HIP_RUNTIME");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "status=no_devices"));
+  CHECK(contains(r.out, "hipGetDeviceCount"));
+  CHECK(contains(r.out, "hipErrorNoDevice"));
+  CHECK(contains(r.out, "libamdhip64.so"));
+  CHECK(contains(r.out, "/dev/kfd is absent"));
+  CHECK(r.err.empty());  // neither accel nor the HIP runtime printed anything
 }
 
 TEST_CASE("KFD topology: counted without initialising the runtime, visibility applied",
