@@ -45,6 +45,25 @@ inline bool fast_exchange(int32_t device, int32_t* previous) {
   return true;
 }
 
+// The full paths behind the fast ones below, kept out of line so that the
+// public entry points stay leaf functions without a stack frame.
+[[gnu::noinline]] accel_status_t set_device_index_full(int32_t device) {
+  const char* const fn = "accel_set_device_index";
+  return guarded(fn, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    if (device < 0) return ACCEL_SUCCESS;  // torch's None
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    return set_current_device(*b, target, 0);
+  });
+}
+
+[[gnu::noinline]] accel_status_t exchange_full(const char* fn, int32_t device, int32_t* previous,
+                                               uint32_t flags) {
+  return guarded(fn, [&] { return exchange(fn, device, previous, flags); });
+}
+
 }  // namespace
 
 extern "C" {
@@ -102,31 +121,19 @@ accel_status_t accel_set_device_index(int32_t device) {
     t_hot.device = device;
     return ACCEL_SUCCESS;
   }
-  const char* const fn = __func__;
-  return guarded(fn, [&] {
-    Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-    if (device < 0) return ACCEL_SUCCESS;  // torch's None
-    int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    return set_current_device(*b, target, 0);
-  });
+  return set_device_index_full(device);
 }
 
 accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
   if (fast_exchange(device, previous)) [[likely]]
     return ACCEL_SUCCESS;
-  const char* const fn = __func__;
-  return guarded(fn, [&] { return exchange(fn, device, previous, 0); });
+  return exchange_full(__func__, device, previous, 0);
 }
 
 accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
   if (fast_exchange(device, previous)) [[likely]]
     return ACCEL_SUCCESS;
-  const char* const fn = __func__;
-  return guarded(fn, [&] {
-    return exchange(fn, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
-  });
+  return exchange_full(__func__, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
 }
 
 accel_status_t accel_synchronize(int32_t device) {

@@ -38,6 +38,20 @@ accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_
                      [&] { return b.api.stream_priority_range(device, &least, &greatest); });
 }
 
+// accel_current_stream's full path, out of line (see api_device.cpp).
+[[gnu::noinline]] accel_status_t current_stream_full(int32_t device, accel_stream_t* stream) {
+  const char* const fn = "accel_current_stream";
+  return guarded(fn, [&] {
+    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    return current_stream(*b, target, *stream);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -53,16 +67,7 @@ accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
       return ACCEL_SUCCESS;
     }
   }
-  const char* const fn = __func__;
-  return guarded(fn, [&] {
-    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
-    Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-    int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    return current_stream(*b, target, *stream);
-  });
+  return current_stream_full(device, stream);
 }
 
 accel_status_t accel_set_stream(accel_stream_t stream) {
