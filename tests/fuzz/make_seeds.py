@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed inputs of accel-fuzz into corpus/.
+
+Each seed is a small program in the harness's byte language (fuzz_api.cpp):
+one opcode byte per operation, then the argument bytes it reads. The seeds
+only give the fuzzer a head start on meaningful sequences (allocate, fill,
+copy, verify; streams with events and host functions; device juggling;
+invalid arguments; struct sizes); libFuzzer mutates from there.
+
+    python3 tests/fuzz/make_seeds.py      # rewrites tests/fuzz/corpus/seed-*
+"""
+import os
+import struct
+
+# Opcodes, in the order of enum Op in fuzz_api.cpp.
+OPS = """set_device exchange maybe_exchange current_stream set_stream synchronize
+priority_range stream_create stream_destroy stream_query stream_sync stream_wait_event
+stream_device stream_priority host_func event_create event_destroy event_record
+event_query event_sync event_elapsed event_device malloc free memcpy memset mem_info
+memory_stats reset_peak properties backend_info names verify thread""".split()
+OP = {name: i for i, name in enumerate(OPS)}
+
+
+def op(name, *args):
+    out = bytes([OP[name]])
+    for a in args:
+        out += a if isinstance(a, bytes) else bytes([a])
+    return out
+
+
+def dev(k):          # a valid device index k (mod the device count)
+    return bytes([0, k])
+
+
+DEV_CURRENT = bytes([4])   # -1
+DEV_N = bytes([7])         # == device count: invalid
+DEV_MAX = bytes([9])       # INT32_MAX
+
+
+def size16(n):       # a size of n bytes (1..65536)
+    return bytes([6]) + struct.pack("<H", n - 1)
+
+
+def u32(v):
+    return struct.pack("<I", v)
+
+
+def alloc(i):        # device pointer: base of live allocation i
+    return bytes([i, 0])
+
+
+STREAM_NULL = bytes([7])
+
+
+def stream_created(i):
+    return bytes([0, i])
+
+
+def stream_default(d):
+    return bytes([3, d])
+
+
+def stream_dead(i):
+    return bytes([5, i])
+
+
+def event(i):
+    return bytes([0, i])
+
+
+def event_dead(i):
+    return bytes([5, i])
+
+
+SEEDS = {
+    # Allocate on two devices, fill, copy host->device->device->host, verify.
+    "seed-memory": b"".join([
+        op("malloc", dev(0), size16(4096), 1),
+        op("malloc", dev(1), size16(4096), 1),
+        op("memset", STREAM_NULL, alloc(0), 1, 0x3C, 0),
+        op("memcpy", 0, STREAM_NULL, alloc(0), alloc(0), u32(123), 3, 0),
+        op("verify", 0),
+        op("set_device", dev(1)),
+        op("memset", STREAM_NULL, alloc(1), 1, 0x11, 0),
+        op("malloc", DEV_CURRENT, size16(512), 1),
+        op("memcpy", 6, stream_default(1), alloc(1), alloc(2), u32(0), 0),
+        op("memcpy", 3, STREAM_NULL, alloc(1), alloc(1), u32(77), 3, 0),
+        op("verify", 1),
+        op("free", alloc(0)),
+        op("free", bytes([0, 7])),  # freed pointer again
+        op("mem_info", DEV_CURRENT, 0),
+        op("memory_stats", dev(1), 1, 11),
+        op("reset_peak", DEV_CURRENT),
+    ]),
+    # Streams, events, host functions, destroyed handles.
+    "seed-streams": b"".join([
+        op("stream_create", dev(0), 0, 1),
+        op("stream_create", dev(1), 2, 1),
+        op("event_create", dev(0), 1, 1),
+        op("event_create", dev(0), 1, 1),
+        op("event_record", event(0), stream_created(0)),
+        op("host_func", stream_created(0), 1),
+        op("host_func", stream_created(0), 6),
+        op("event_record", event(1), stream_created(0)),
+        op("event_elapsed", event(0), 1, event(1), 1, 1),
+        op("stream_wait_event", stream_created(1), event(0)),
+        op("stream_wait_event", stream_created(0), event(0)),
+        op("stream_query", stream_created(0)),
+        op("stream_sync", stream_created(0)),
+        op("stream_destroy", stream_created(0)),
+        op("stream_query", stream_dead(0)),
+        op("stream_destroy", stream_dead(0)),
+        op("event_destroy", event(0)),
+        op("event_sync", event_dead(0)),
+        op("event_record", event_dead(0), STREAM_NULL),
+        op("stream_priority", stream_created(0), 1),
+        op("stream_device", stream_default(1), 1),
+        op("verify", 0),
+    ]),
+    # Current device and stream juggling, per-thread state.
+    "seed-devices": b"".join([
+        op("set_device", dev(1)),
+        op("exchange", dev(0), 1),
+        op("maybe_exchange", DEV_CURRENT, 1),
+        op("exchange", DEV_N, 1),
+        op("stream_create", dev(1), 3, 1),
+        op("set_stream", stream_created(0)),
+        op("current_stream", DEV_CURRENT, 1),
+        op("current_stream", dev(0), 1),
+        op("set_stream", stream_default(0)),
+        op("synchronize", DEV_CURRENT),
+        op("synchronize", DEV_MAX),
+        op("priority_range", dev(1), 0),
+        op("thread", 5),
+        op("set_device", bytes([6])),
+    ]),
+    # Invalid arguments everywhere.
+    "seed-invalid": b"".join([
+        op("malloc", DEV_N, size16(16), 1),
+        op("malloc", dev(0), bytes([0]), 1),
+        op("malloc", dev(0), bytes([12]), 1),
+        op("malloc", dev(0), size16(16), 0),
+        op("free", bytes([9])),
+        op("free", bytes([13])),
+        op("memcpy", 9, STREAM_NULL, bytes([12]), bytes([13]), u32(0), 0),
+        op("memset", bytes([5]), bytes([14]) + bytes(8), 1, 0, 0),
+        op("event_create", dev(0), 6, 1),
+        op("event_create", DEV_N, 0, 0),
+        op("stream_create", bytes([11]) + u32(0x80000000), 5, 1),
+        op("stream_destroy", stream_default(0)),
+        op("host_func", STREAM_NULL, 0),
+        op("event_elapsed", bytes([7]), 0, bytes([7]), 0, 0),
+        op("names", 5),
+        op("names", 1, 14),
+    ]),
+    # struct_size around every boundary.
+    "seed-structs": b"".join([
+        op("properties", dev(0), 1, 0),
+        op("properties", dev(0), 1, 3),
+        op("properties", dev(0), 1, 5),
+        op("properties", dev(1), 1, 9),
+        op("properties", DEV_N, 1, 9),
+        op("memory_stats", dev(0), 1, 2),
+        op("memory_stats", dev(0), 1, 7),
+        op("backend_info", 3, 1, 9),
+        op("backend_info", 0, 1, 9),
+        op("backend_info", 1, 1, 6),
+        op("backend_info", 3, 0, 9),
+    ]),
+}
+
+
+def main():
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(out, exist_ok=True)
+    for name, data in sorted(SEEDS.items()):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        print(f"{name}: {len(data)} bytes")
+
+
+if __name__ == "__main__":
+    main()
