@@ -155,7 +155,9 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
     }
     Backend& b = *start->backend;
     for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
-      auto st = call_plugin(b, "event_query", [&] { return b.api.event_query(e->native); });
+      // A plain copy: clang 14 cannot capture a structured binding.
+      accel_plugin_event_t native = e->native;
+      auto st = call_plugin(b, "event_query", [&] { return b.api.event_query(native); });
       if (st == ACCEL_ERROR_NOT_READY) {
         return failf(ACCEL_ERROR_NOT_READY,
                      "{}: the {} event's record has not completed yet (synchronize it first)",

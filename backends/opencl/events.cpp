@@ -73,6 +73,11 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
 accel_status_t op_event_query(accel_plugin_event_t event) {
   return guarded("event_query", [&]() -> accel_status_t {
     Event* e = as_event(event);
+    {
+      // A record seen complete stays complete: answer without OpenCL.
+      std::lock_guard<std::mutex> lock(e->mu);
+      if (!e->rec || e->rec->complete.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
+    }
     std::shared_ptr<Record> rec = current(e);
     if (!rec) return ACCEL_SUCCESS;
     cl_event ev = nullptr;
@@ -80,6 +85,7 @@ accel_status_t op_event_query(accel_plugin_event_t event) {
     if (st != ACCEL_SUCCESS) return st;
     st = event_state(ev, "the event's record", e->dev->label());
     clReleaseEvent(ev);
+    if (st == ACCEL_SUCCESS) rec->complete.store(true, std::memory_order_release);
     return st;
   });
 }

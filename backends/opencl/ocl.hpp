@@ -134,6 +134,9 @@ struct Record {
   bool submitted = false;
   cl_event ev = nullptr;       // the marker (null if its submission failed)
   cl_int error = CL_SUCCESS;   // why the submission failed
+  // The marker was seen CL_COMPLETE: later queries need no OpenCL call
+  // (completion is final; polling a finished event is the common case).
+  std::atomic<bool> complete{false};
   std::vector<Stream*> waiters;  // streams held back until it is submitted (one ref each)
   ~Record() {
     if (ev) clReleaseEvent(ev);
@@ -161,6 +164,7 @@ struct Stream {
   std::mutex mu;                // guards everything below; orders enqueues
   std::condition_variable idle; // signalled when no longer blocked with no deferred ops
   cl_event last = nullptr;      // event of the latest command enqueued, or null
+  bool last_complete = false;   // `last` was seen CL_COMPLETE (completion is final)
   bool blocked = false;         // a host function or a pending record holds later work
   std::deque<Op> deferred;      // operations waiting for the gate to open
   accel_status_t deferred_status = ACCEL_SUCCESS;  // first failure of a deferred submission

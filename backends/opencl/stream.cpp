@@ -265,6 +265,7 @@ void stream_unref(Stream* s) {
 accel_status_t stream_commit(Stream* s, cl_event ev, const char* call) {
   if (s->last) clReleaseEvent(s->last);
   s->last = ev;
+  s->last_complete = false;
   cl_int err = clFlush(s->queue);
   if (err != CL_SUCCESS)
     return cl_fail("clFlush", err, "after %s on %s", call, s->dev->label().c_str());
@@ -404,12 +405,19 @@ accel_status_t op_stream_query(accel_plugin_stream_t stream) {
     {
       std::lock_guard<std::mutex> lock(s->mu);
       if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
+      // Idle since the last query said so: no OpenCL call.
+      if ((s->last == nullptr || s->last_complete) && s->deferred_status == ACCEL_SUCCESS)
+        return ACCEL_SUCCESS;
       if (s->last) clRetainEvent(s->last);
       ev = s->last;
     }
     accel_status_t st = ACCEL_SUCCESS;
     if (ev) {
       st = event_state(ev, "the stream's latest command", s->dev->label());
+      if (st == ACCEL_SUCCESS) {
+        std::lock_guard<std::mutex> lock(s->mu);
+        if (s->last == ev) s->last_complete = true;  // still the latest command
+      }
       clReleaseEvent(ev);
     }
     if (st != ACCEL_SUCCESS) return st;

@@ -22,6 +22,11 @@
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
 
+#ifdef ACCEL_BENCH_OPENCL
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#endif
+
 namespace {
 
 // ---- floors ----------------------------------------------------------------
@@ -215,6 +220,92 @@ void BM_event_query(benchmark::State& state) {
   accel_stream_destroy(s);
 }
 BENCHMARK(BM_event_query);
+
+// ---- the vendor call directly: PoCL ------------------------------------------
+// Run with ACCEL_BACKEND=opencl (run.py's second pass): BM_stream_query,
+// BM_event_record and BM_event_query then go through accel's opencl backend,
+// and these are what a program calling OpenCL itself would do for the same
+// question, on its own context and queue on the same device (platform 0,
+// device 0 of any type, as the backend enumerates them with
+// ACCEL_OPENCL_DEVICE_TYPE=all). OpenCL has no "is the queue idle" call: the
+// status of the last enqueued marker is how one asks.
+#ifdef ACCEL_BENCH_OPENCL
+struct Ocl {
+  cl_context ctx = nullptr;
+  cl_command_queue q = nullptr;
+  bool ok = false;
+};
+
+const Ocl& ocl() {
+  static const Ocl o = [] {
+    Ocl r;
+    cl_platform_id p = nullptr;
+    cl_device_id d = nullptr;
+    cl_uint n = 0;
+    if (clGetPlatformIDs(1, &p, &n) != CL_SUCCESS || n == 0) return r;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, &n) != CL_SUCCESS || n == 0) return r;
+    cl_int err = CL_SUCCESS;
+    r.ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS) return r;
+    // Profiling on, as on every queue of accel's backend (timing events).
+    const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    r.q = clCreateCommandQueueWithProperties(r.ctx, d, props, &err);
+    r.ok = err == CL_SUCCESS;
+    return r;
+  }();
+  return o;
+}
+
+bool need_ocl(benchmark::State& state) {
+  if (ocl().ok) return true;
+  state.SkipWithError("no OpenCL device (PoCL with POCL_DEVICES=pthread)");
+  return false;
+}
+
+cl_int marker_status(cl_event e) {
+  cl_int status = CL_QUEUED;
+  clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  return status;
+}
+
+void BM_ocl_direct_stream_query(benchmark::State& state) {
+  if (!need_ocl(state)) return;
+  cl_event last = nullptr;
+  clEnqueueMarkerWithWaitList(ocl().q, 0, nullptr, &last);
+  clFinish(ocl().q);
+  for (auto _ : state) benchmark::DoNotOptimize(marker_status(last));
+  clReleaseEvent(last);
+}
+BENCHMARK(BM_ocl_direct_stream_query);
+
+void BM_ocl_direct_event_record(benchmark::State& state) {
+  if (!need_ocl(state)) return;
+  cl_event ev = nullptr;
+  for (auto _ : state) {
+    cl_event next = nullptr;
+    clEnqueueMarkerWithWaitList(ocl().q, 0, nullptr, &next);
+    // Only clFlush (or a blocking call) guarantees the marker is ever issued
+    // to the device; a record that completes on its own, as CUDA's does,
+    // needs it, and accel's backend flushes after every enqueue for that.
+    clFlush(ocl().q);
+    if (ev != nullptr) clReleaseEvent(ev);  // re-recording replaces the previous record
+    ev = next;
+  }
+  clFinish(ocl().q);
+  if (ev != nullptr) clReleaseEvent(ev);
+}
+BENCHMARK(BM_ocl_direct_event_record);
+
+void BM_ocl_direct_event_query(benchmark::State& state) {
+  if (!need_ocl(state)) return;
+  cl_event ev = nullptr;
+  clEnqueueMarkerWithWaitList(ocl().q, 0, nullptr, &ev);
+  clFinish(ocl().q);
+  for (auto _ : state) benchmark::DoNotOptimize(marker_status(ev));
+  clReleaseEvent(ev);
+}
+BENCHMARK(BM_ocl_direct_event_query);
+#endif
 
 // ---- scaling: two threads must get >= 1.8x one thread's throughput ---------
 

@@ -21,14 +21,16 @@ import sys
 import time
 
 
-def run_dispatch(exe, quick):
-    out = os.path.join(os.path.dirname(OUT), "bench-dispatch.json")
+def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None):
+    out = os.path.join(os.path.dirname(OUT), "bench-dispatch-%s.json" % tag)
     reps = "3" if quick else "7"
-    subprocess.run([exe, "--benchmark_repetitions=" + reps,
-                    "--benchmark_report_aggregates_only=true",
-                    "--benchmark_min_time=0.05" if quick else "--benchmark_min_time=0.2",
-                    "--benchmark_out=" + out, "--benchmark_out_format=json"],
-                   check=True, stdout=subprocess.DEVNULL)
+    argv = [exe, "--benchmark_repetitions=" + reps,
+            "--benchmark_report_aggregates_only=true",
+            "--benchmark_min_time=0.05" if quick else "--benchmark_min_time=0.2",
+            "--benchmark_out=" + out, "--benchmark_out_format=json"]
+    if bench_filter:
+        argv.append("--benchmark_filter=" + bench_filter)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(out) as f:
         data = json.load(f)
     med = {}
@@ -57,7 +59,7 @@ def main():
     rows = []
     over = []
 
-    med = run_dispatch(dispatch, quick)
+    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_direct")
 
     def ratio(name, floor, target, what):
         r = ns(med, name) / ns(med, floor)
@@ -75,6 +77,26 @@ def main():
     ratio("BM_stream_query", "BM_direct_stream_query", 1.10, "accel_stream_query vs sim vtable")
     ratio("BM_event_record", "BM_direct_event_record", 1.10, "accel_event_record vs sim vtable")
     ratio("BM_event_query", "BM_direct_event_query", 1.10, "accel_event_query vs sim vtable")
+
+    # Second pass: accel over its opencl backend (PoCL, two CPU devices)
+    # against the OpenCL calls made directly, in the same process.
+    if os.environ.get("ACCEL_BENCH_OPENCL") == "1":
+        ocl_env = dict(os.environ, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
+                       POCL_DEVICES="pthread basic")
+        ocl = run_dispatch(dispatch, quick, "opencl",
+                           "BM_ocl_direct|BM_stream_query|BM_event_record|BM_event_query|"
+                           "BM_guard_switch|BM_floor_tls_guard", ocl_env)
+        def ocl_ratio(name, floor, target, what):
+            r = ns(ocl, name) / ns(ocl, floor)
+            rows.append({"benchmark": "[opencl] " + name, "floor": floor, "ns": round(ns(ocl, name), 2),
+                         "floor_ns": round(ns(ocl, floor), 2), "ratio": round(r, 3),
+                         "target": "<= %.2f" % target, "ok": r <= target, "what": what})
+            if r > target:
+                over.append("[opencl] " + name)
+        ocl_ratio("BM_guard_switch", "BM_floor_tls_guard", 2.0, "guard, switching device (OpenCL has no current device)")
+        ocl_ratio("BM_stream_query", "BM_ocl_direct_stream_query", 1.10, "accel_stream_query vs clGetEventInfo of the last marker")
+        ocl_ratio("BM_event_record", "BM_ocl_direct_event_record", 1.10, "accel_event_record vs clEnqueueMarkerWithWaitList + clFlush")
+        ocl_ratio("BM_event_query", "BM_ocl_direct_event_query", 1.10, "accel_event_query vs clGetEventInfo")
 
     one = med["BM_get_set_device/real_time/threads:1"]["items_per_second"]
     two = med["BM_get_set_device/real_time/threads:2"]["items_per_second"]
