@@ -193,6 +193,12 @@ def main():
         "ACCEL_HIP_KFD_TOPOLOGY": os.path.join(root, "fake", "topology"),
         "ACCEL_ZE_LOADER": os.path.join(root, "fake", "libze_loader.so.1"),
     }
+    # Sanitizer builds: keep the test setup's options, but without leak
+    # checking, which needs ptrace and cannot attach to a setuid process.
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     path_vars = ["ACCEL_PLUGIN_PATH", "ACCEL_BACKEND", "ACCEL_LOG_LEVEL", "ACCEL_SIM_DEVICES",
                  "ACCEL_CUDA_DRIVER", "ACCEL_CUDA_NVML", "ACCEL_HIP_RUNTIME",
                  "ACCEL_HIP_KFD_TOPOLOGY", "ACCEL_ZE_LOADER"]
