@@ -10,12 +10,19 @@ namespace accel::core {
 
 namespace {
 
+// Set by install_fork_handlers() at the end of discovery, under the
+// discovery lock; the handlers read it with that lock held.
 Runtime* g_rt = nullptr;
 
 // Lock order: discovery, per-backend init and default-stream locks, the
 // allocation table, the handle pools. No other path takes two of these.
+// Before discovery has finished only the discovery lock exists to take: a
+// fork() while another thread runs discovery waits for it, so the child
+// never inherits the lock held by a thread it does not have (its first
+// accel call would hang forever).
 void prepare() {
   discovery_mutex().lock();
+  if (g_rt == nullptr) return;
   for (auto& b : g_rt->entries) {
     b->init_mutex.lock();
     b->default_stream_mutex.lock();
@@ -26,6 +33,10 @@ void prepare() {
 }
 
 void release() {
+  if (g_rt == nullptr) {
+    discovery_mutex().unlock();
+    return;
+  }
   event_pool().mutex().unlock();
   stream_pool().mutex().unlock();
   allocation_mutex().unlock();
@@ -41,6 +52,7 @@ void child() {
   // fork() runs this in the forking thread, the only one the child has:
   // its cached current stream may belong to a backend that is unusable now.
   forget_stream_cache();
+  if (g_rt == nullptr) return;
   for (auto& b : g_rt->entries) {
     if (initialised(*b) && (b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) == 0) {
       b->forked.store(true, std::memory_order_relaxed);
@@ -48,11 +60,12 @@ void child() {
   }
 }
 
+// Registered when the library is loaded, not at the end of discovery: a
+// fork() during the first discovery must already take the discovery lock.
+[[maybe_unused]] const int g_handlers_registered = pthread_atfork(prepare, release, child);
+
 }  // namespace
 
-void install_fork_handlers(Runtime& rt) {
-  g_rt = &rt;
-  pthread_atfork(prepare, release, child);
-}
+void install_fork_handlers(Runtime& rt) { g_rt = &rt; }
 
 }  // namespace accel::core

@@ -10,7 +10,10 @@ namespace {
 // thread id, so the fork child (a new id) could never unlock what the
 // prepare handler locked.
 std::mutex g_mutex;
-std::map<uintptr_t, Allocation> g_table;  // by base address
+// By base address. Never destroyed (like the handle pools and the plugins):
+// exit() runs static destructors while other threads may still be inside
+// accel_malloc / accel_free, which would then use a freed tree.
+std::map<uintptr_t, Allocation>& g_table = *new std::map<uintptr_t, Allocation>();
 }  // namespace
 
 std::mutex& allocation_mutex() { return g_mutex; }
