@@ -1,0 +1,112 @@
+// Status names and messages (issue #8): every accel_status_t value has a
+// distinct, non-empty name equal to its enumerator in accel.h and a
+// non-empty message; unknown values get ACCEL_STATUS_UNKNOWN. The list of
+// values is read from the header itself (ACCEL_HEADER), so a status added
+// there without a name here fails.
+#include <catch2/catch.hpp>
+
+#include <accel/accel.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+// name -> value of every enumerator of enum accel_status in the header,
+// ACCEL_STATUS_FORCE_INT32 (never returned) left out.
+std::map<std::string, long> header_statuses(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  std::map<std::string, long> out;
+  auto begin = text.find("typedef enum accel_status {");
+  if (begin == std::string::npos) return out;
+  auto end = text.find("} accel_status_t;", begin);
+  if (end == std::string::npos) return out;
+  std::string body = text.substr(begin, end - begin);
+  // Drop comments, then read "NAME = VALUE" items.
+  for (size_t c = body.find("/*"); c != std::string::npos; c = body.find("/*", c)) {
+    size_t e = body.find("*/", c);
+    body.erase(c, e == std::string::npos ? std::string::npos : e + 2 - c);
+  }
+  size_t pos = 0;
+  while ((pos = body.find("ACCEL_", pos)) != std::string::npos) {
+    size_t stop = pos;
+    while (stop < body.size() && (std::isupper(static_cast<unsigned char>(body[stop])) ||
+                                  std::isdigit(static_cast<unsigned char>(body[stop])) ||
+                                  body[stop] == '_'))
+      ++stop;
+    std::string name = body.substr(pos, stop - pos);
+    size_t eq = body.find_first_not_of(" \t\n", stop);
+    pos = stop;
+    if (eq == std::string::npos || body[eq] != '=') continue;
+    const char* num = body.c_str() + eq + 1;
+    char* num_end = nullptr;
+    long value = std::strtol(num, &num_end, 0);
+    if (num_end == num || name == "ACCEL_STATUS_FORCE_INT32") continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every status has a distinct name and a message", "[status]") {
+  std::set<std::string> names, messages;
+  for (int i = 0; i < ACCEL_STATUS_COUNT; ++i) {
+    auto st = static_cast<accel_status_t>(i);
+    const char* name = accel_status_name(st);
+    const char* message = accel_status_message(st);
+    INFO("status " << i);
+    REQUIRE(name != nullptr);
+    REQUIRE(message != nullptr);
+    CHECK(std::string(name).rfind("ACCEL_", 0) == 0);
+    CHECK(std::string(name) != "ACCEL_STATUS_UNKNOWN");
+    CHECK(std::string(message) != "");
+    CHECK(std::string(message) != "unknown status");
+    CHECK(names.insert(name).second);
+    CHECK(messages.insert(message).second);
+  }
+}
+
+TEST_CASE("unknown statuses have a sensible name", "[status]") {
+  for (long v : {static_cast<long>(ACCEL_STATUS_COUNT), 100L, -1L,
+                 static_cast<long>(ACCEL_STATUS_FORCE_INT32)}) {
+    auto st = static_cast<accel_status_t>(v);
+    INFO("value " << v);
+    REQUIRE(accel_status_name(st) != nullptr);
+    CHECK(std::string(accel_status_name(st)) == "ACCEL_STATUS_UNKNOWN");
+    CHECK(std::string(accel_status_message(st)) == "unknown status");
+  }
+}
+
+TEST_CASE("names match the enumerators of accel.h", "[status]") {
+  const char* path = std::getenv("ACCEL_HEADER");
+  REQUIRE(path != nullptr);
+  auto statuses = header_statuses(path);
+  INFO("header " << path);
+  REQUIRE(!statuses.empty());
+  // Values are dense from 0 and ACCEL_STATUS_COUNT counts them.
+  CHECK(statuses.size() == static_cast<size_t>(ACCEL_STATUS_COUNT));
+  for (const auto& [name, value] : statuses) {
+    INFO(name << " = " << value);
+    CHECK(value >= 0);
+    CHECK(value < ACCEL_STATUS_COUNT);
+    CHECK(accel_status_name(static_cast<accel_status_t>(value)) == name);
+  }
+  // A few by enumerator, so the header parse itself is checked.
+#define ACCEL_TEST_NAME(x) CHECK(accel_status_name(x) == std::string(#x))
+  ACCEL_TEST_NAME(ACCEL_SUCCESS);
+  ACCEL_TEST_NAME(ACCEL_ERROR_INVALID_ARGUMENT);
+  ACCEL_TEST_NAME(ACCEL_ERROR_FORKED);
+  ACCEL_TEST_NAME(ACCEL_ERROR_INTERNAL);
+#undef ACCEL_TEST_NAME
+  CHECK(statuses.count("ACCEL_SUCCESS") == 1);
+  CHECK(statuses.count("ACCEL_ERROR_INTERNAL") == 1);
+}
