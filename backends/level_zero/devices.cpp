@@ -2,6 +2,7 @@
 // properties and memory information.
 #include "l0.hpp"
 
+#include <glob.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -111,7 +112,30 @@ bool describe_device(Device* d, std::string* why) {
   return true;
 }
 
+// Every Level Zero driver reaches its hardware through a device node: GPUs
+// through a DRM render node, NPUs through the accel subsystem. With neither
+// (and no ZE_ENABLE_ALT_DRIVERS naming a driver that may not need one) no
+// driver can find a device, so discovery need not run zeInit: it would load
+// every driver library and make the process fork-unsafe for nothing.
+std::string no_device_nodes() {
+  const char* alt = host_env("ZE_ENABLE_ALT_DRIVERS");
+  if (alt != nullptr && *alt != '\0') return {};
+  for (const char* pattern : {"/dev/dri/renderD*", "/dev/accel/accel*"}) {
+    glob_t g{};
+    int rc = glob(pattern, 0, nullptr, &g);
+    size_t n = rc == 0 ? g.gl_pathc : 0;
+    globfree(&g);
+    if (n > 0) return {};
+  }
+  return "no GPU or NPU device node (/dev/dri/renderD*, /dev/accel/accel*): no Level Zero driver "
+         "can find a device here, so zeInit was not called";
+}
+
 accel_status_t count_once() {
+  if (std::string why = no_device_nodes(); !why.empty()) {
+    g_reason = why;
+    return ACCEL_SUCCESS;
+  }
   // Level Zero cannot count devices without zeInit, which loads the drivers
   // and (with a real GPU driver) opens the device nodes. From here on a
   // fork() child must not use the backend: the handler below notes the fork

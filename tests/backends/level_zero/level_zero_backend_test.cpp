@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -66,6 +67,22 @@ TEST_CASE("no driver: no_devices with the loader's result name", "[no-driver]") 
   CHECK(has(i.reason, "zeInit"));
   CHECK(accel_is_available() == 0);
   CHECK(has(accel_selection_reason(), "level_zero"));
+}
+
+TEST_CASE("no device node and no alternate driver: zeInit is not called", "[no-device-node]") {
+  Info i = ze_info();
+  REQUIRE(i.found);
+  INFO("reason: " << i.reason);
+  if (access("/dev/dri", F_OK) == 0 || access("/dev/accel", F_OK) == 0) {
+    // A render node may exist: discovery then runs zeInit, as it must.
+    std::printf("SKIPPED: /dev/dri or /dev/accel exists on this machine\n");
+    WARN("SKIPPED: /dev/dri or /dev/accel exists; zeInit ran: " << i.reason);
+    return;
+  }
+  CHECK(i.status == ACCEL_BACKEND_NO_DEVICES);
+  CHECK(i.devices == 0);
+  CHECK(has(i.reason, "/dev/dri/renderD*"));
+  CHECK(has(i.reason, "zeInit was not called"));
 }
 
 TEST_CASE("no loader: unavailable naming the library", "[no-loader]") {
