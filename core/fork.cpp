@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "handles.hpp"
+#include "log.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
 
@@ -13,6 +14,19 @@ namespace {
 // Set by install_fork_handlers() at the end of discovery, under the
 // discovery lock; the handlers read it with that lock held.
 Runtime* g_rt = nullptr;
+// The logger's lock as prepare() took it (the logger may be created between
+// prepare and release by a thread that holds none of the other locks).
+std::mutex* g_log_locked = nullptr;
+
+// Last of all: log lines are written while holding any of the others.
+void lock_log() {
+  g_log_locked = log_mutex();
+  if (g_log_locked != nullptr) g_log_locked->lock();
+}
+void unlock_log() {
+  if (g_log_locked != nullptr) g_log_locked->unlock();
+  g_log_locked = nullptr;
+}
 
 // Lock order: discovery, per-backend init and default-stream locks, the
 // allocation table, the handle pools. No other path takes two of these.
@@ -22,7 +36,10 @@ Runtime* g_rt = nullptr;
 // accel call would hang forever).
 void prepare() {
   discovery_mutex().lock();
-  if (g_rt == nullptr) return;
+  if (g_rt == nullptr) {
+    lock_log();
+    return;
+  }
   for (auto& b : g_rt->entries) {
     b->init_mutex.lock();
     b->default_stream_mutex.lock();
@@ -30,9 +47,11 @@ void prepare() {
   allocation_mutex().lock();
   stream_pool().mutex().lock();
   event_pool().mutex().lock();
+  lock_log();
 }
 
 void release() {
+  unlock_log();
   if (g_rt == nullptr) {
     discovery_mutex().unlock();
     return;

@@ -3,7 +3,10 @@
 #include <cstdlib>
 #include <memory>
 
-#include <spdlog/sinks/stdout_sinks.h>
+#include <atomic>
+#include <cstdio>
+
+#include <spdlog/sinks/base_sink.h>
 
 namespace accel::core {
 
@@ -23,8 +26,27 @@ spdlog::level::level_enum to_spdlog(accel_log_level_t level) {
 
 namespace {
 
+// What spdlog's stderr_sink_mt does (format, write, flush, under a lock),
+// but with the lock reachable: spdlog keeps its console sinks' lock private.
+class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::mutex& lock() { return mutex_; }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    std::fwrite(buf.data(), 1, buf.size(), stderr);
+    std::fflush(stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
+std::atomic<StderrSink*> g_sink{nullptr};
+
 std::shared_ptr<spdlog::logger> make_logger() {
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto sink = std::make_shared<StderrSink>();
+  g_sink.store(sink.get(), std::memory_order_release);
   auto logger = std::make_shared<spdlog::logger>("accel", std::move(sink));
   logger->set_pattern("[accel] [%l] %v");
   auto level = spdlog::level::warn;
@@ -46,6 +68,11 @@ std::shared_ptr<spdlog::logger> make_logger() {
 }
 
 }  // namespace
+
+std::mutex* log_mutex() {
+  StderrSink* s = g_sink.load(std::memory_order_acquire);
+  return s != nullptr ? &s->lock() : nullptr;
+}
 
 spdlog::logger& log() {
   // Leaked on purpose: plugins may log from their threads during exit.

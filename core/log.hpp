@@ -2,6 +2,8 @@
 // never registered globally (the host program may use spdlog too).
 #pragma once
 
+#include <mutex>
+
 #include <spdlog/spdlog.h>
 
 #include "accel/accel_plugin.h"
@@ -11,6 +13,11 @@ namespace accel::core {
 // Created on first use; level from ACCEL_LOG_LEVEL (trace, debug, info, warn,
 // error, critical, off; default warn), read with secure_getenv.
 spdlog::logger& log();
+
+// The lock every log line is written under, or nullptr before the logger
+// exists; the fork handlers take it (fork.cpp) so a child never inherits it
+// held by another thread.
+std::mutex* log_mutex();
 
 spdlog::level::level_enum to_spdlog(accel_log_level_t level);
 
