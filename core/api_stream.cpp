@@ -73,6 +73,10 @@ accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
 accel_status_t accel_set_stream(accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
+    // Read before the liveness check: a destroy racing this call then shows
+    // as a generation that a later stream in the same slot does not match.
+    const uint32_t generation =
+        stream != nullptr ? stream->generation.load(std::memory_order_acquire) : 0;
     if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
     if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
@@ -90,7 +94,7 @@ accel_status_t accel_set_stream(accel_stream_t stream) {
       streams.resize(static_cast<size_t>(b->device_count));
     CurrentStream& cur = streams[static_cast<size_t>(stream->device)];
     cur.stream = stream->is_default ? nullptr : stream;
-    cur.generation = stream->generation.load(std::memory_order_acquire);
+    cur.generation = generation;
     forget_stream_cache();
     return ACCEL_SUCCESS;
   });

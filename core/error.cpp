@@ -5,24 +5,22 @@
 
 namespace accel::core {
 
-namespace {
-thread_local std::string t_last_error;
-thread_local PluginError t_plugin_error;
-}  // namespace
+// The strings live in the thread's ThreadState (runtime.hpp), which outlives
+// every thread_local destructor that might still call accel.
 
 accel_status_t fail(accel_status_t status, std::string message) {
   log().debug("{}: {}", accel_status_name(status), message);
-  t_last_error = std::move(message);
+  thread_state().last_error = std::move(message);
   return status;
 }
 
-const char* last_error() { return t_last_error.c_str(); }
+const char* last_error() { return thread_state().last_error.c_str(); }
 
-PluginError& plugin_error() { return t_plugin_error; }
+PluginError& plugin_error() { return thread_state().plugin_error; }
 
 bool plugin_error_set() { return t_hot.plugin_error_set; }
 
-LastErrorScope::LastErrorScope() : saved_(t_last_error) {}
-LastErrorScope::~LastErrorScope() { t_last_error = std::move(saved_); }
+LastErrorScope::LastErrorScope() : saved_(thread_state().last_error) {}
+LastErrorScope::~LastErrorScope() { thread_state().last_error = std::move(saved_); }
 
 }  // namespace accel::core

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -20,7 +21,20 @@ namespace accel::core {
 namespace {
 
 std::mutex g_discovery_mutex;
-thread_local ThreadState t_state;
+
+void free_thread_state(void* p) {
+  delete static_cast<ThreadState*>(p);
+  t_hot.cold = nullptr;  // key destructors run on the exiting thread itself
+}
+
+pthread_key_t thread_state_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k{};
+    if (pthread_key_create(&k, free_thread_state) != 0) throw std::bad_alloc();
+    return k;
+  }();
+  return key;
+}
 
 // ACCEL_BACKEND if set, else the highest priority available backend (ties by
 // name). Never falls back silently when ACCEL_BACKEND names something else.
@@ -95,7 +109,14 @@ Runtime& discover_slow() {
 
 std::mutex& discovery_mutex() { return g_discovery_mutex; }
 
-ThreadState& thread_state() { return t_state; }
+ThreadState& thread_state_slow() {
+  auto* s = new ThreadState();
+  // The main thread never runs key destructors: its state stays reachable
+  // through t_hot until exit, which is what leak checkers expect.
+  pthread_setspecific(thread_state_key(), s);
+  t_hot.cold = s;
+  return *s;
+}
 
 accel_status_t require_current(const char* fn, Backend*& out) {
   Runtime& rt = runtime();
@@ -202,7 +223,7 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
 }
 
 accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) {
-  auto& streams = t_state.streams;
+  auto& streams = thread_state().streams;
   // Read before the handle is checked: a destroy after the check moves it.
   const uint64_t epoch = g_stream_epoch.load(std::memory_order_acquire);
   out = nullptr;

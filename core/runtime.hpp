@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "error.hpp"
 #include "handles.hpp"
 
 namespace accel::core {
@@ -56,21 +57,36 @@ struct HotThread {
   uint64_t stream_epoch = 0;
   // host->set_error was called during the current plugin call.
   bool plugin_error_set = false;
+  struct ThreadState* cold = nullptr;  // see thread_state()
 };
 extern constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
 
-// Per-thread state off the hot path (torch semantics): the current stream per
-// device of the current accelerator (nullptr: default stream), with the
+// Per-thread state off the hot path: the current stream per device of the
+// current accelerator (torch semantics; nullptr: default stream), with the
 // generation of the handle when it was set (a destroyed and reused handle is
-// not mistaken for the one set).
+// not mistaken for the one set), and the last-error strings.
 struct CurrentStream {
   accel_stream_s* stream = nullptr;
   uint32_t generation = 0;
 };
 struct ThreadState {
   std::vector<CurrentStream> streams;
+  std::string last_error;
+  PluginError plugin_error;
 };
-ThreadState& thread_state();
+
+// The calling thread's ThreadState, created on first use. Not a C++
+// thread_local: those are destroyed in reverse order of construction, so a
+// user's thread_local built before the thread's first accel call (an
+// accel::StreamGuard, say) would call accel from its destructor after ours
+// was gone. A pthread key destructor frees it instead, and those run after
+// every thread_local destructor of the thread.
+ThreadState& thread_state_slow();
+inline ThreadState& thread_state() {
+  if (ThreadState* s = t_hot.cold) [[likely]]
+    return *s;
+  return thread_state_slow();
+}
 
 // Drops the calling thread's current-stream cache (after set_stream, or in a
 // fork child whose backend just became unusable).

@@ -225,8 +225,10 @@ ACCEL_API accel_status_t accel_stream_create(int32_t device, int32_t priority,
 /* Destroys a stream made by accel_stream_create. Work already queued still
  * completes. The handle is invalid afterwards; a destroyed handle is detected
  * (ACCEL_ERROR_INVALID_ARGUMENT) as long as its memory has not been reused by
- * a newer stream. A stream must not be destroyed while it is some thread's
- * current stream. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, destroyed, or
+ * a newer stream. A thread whose current stream is destroyed (by any
+ * thread) gets the device's default stream from accel_current_stream from
+ * then on, never the dead handle nor a newer stream reusing its memory.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, destroyed, or
  * a default stream), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
 ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t stream);
 

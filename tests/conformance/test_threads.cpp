@@ -159,3 +159,56 @@ TEST_CASE("a forked child can count devices; non-fork-safe backends refuse work"
   REQUIRE(WIFEXITED(wstatus));
   CHECK(WEXITSTATUS(wstatus) == 0);
 }
+
+namespace {
+
+// What the destructor below saw; written by the exiting thread, read after
+// join().
+struct LateResults {
+  accel_status_t set = ACCEL_ERROR_INTERNAL;
+  accel_status_t query = ACCEL_ERROR_INTERNAL;
+  accel_stream_t current = nullptr;
+  accel_status_t bad = ACCEL_SUCCESS;
+  std::string message;
+};
+LateResults g_late;
+
+// A thread_local of the user's, constructed before the thread's first accel
+// call and so destroyed after everything that call created for the thread:
+// its destructor restores a stream, queries it and makes a failing call (an
+// accel::StreamGuard held in a thread_local does the first). Under ASan or
+// valgrind a freed per-thread state shows here; without them the answers do.
+struct LateUser {
+  accel_stream_t stream = nullptr;
+  ~LateUser() {
+    if (stream == nullptr) return;
+    g_late.set = accel_set_stream(stream);
+    g_late.query = accel_current_stream(-1, &g_late.current);
+    g_late.bad = accel_set_device_index(accel_device_count());
+    g_late.message = accel_last_error();
+  }
+};
+thread_local LateUser t_late_user;
+
+}  // namespace
+
+TEST_CASE("accel works from a thread_local destructor at thread exit", "[threads]") {
+  accel_stream_t s = nullptr;
+  ACCEL_REQUIRE_OK(accel_stream_create(0, 0, &s));
+  std::thread t([&] {
+    t_late_user.stream = nullptr;  // constructed first, before any accel call
+    accel_stream_t other = nullptr;
+    accel_set_stream(s);
+    accel_current_stream(-1, &other);
+    (void)accel_set_device_index(accel_device_count() + 7);  // fails: sets the last error
+    t_late_user.stream = s;
+  });
+  t.join();
+  CHECK(g_late.set == ACCEL_SUCCESS);
+  CHECK(g_late.query == ACCEL_SUCCESS);
+  CHECK(g_late.current == s);
+  CHECK(g_late.bad == ACCEL_ERROR_INVALID_DEVICE);
+  CHECK(g_late.message.find("accel_set_device_index") != std::string::npos);
+  ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+  ACCEL_REQUIRE_OK(accel_stream_destroy(s));
+}
