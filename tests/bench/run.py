@@ -159,6 +159,21 @@ def main():
                                             "%s ms" % r["added_ms"] if "added_ms" in r else "",
                                             r.get("target", ""),
                                             "" if r.get("ok", True) else "  OVER TARGET"))
+    # The same rows as the README's table (paste it there after a run).
+    md = os.path.join(os.path.dirname(OUT), "bench-results.md")
+    with open(md, "w") as f:
+        f.write("| benchmark | accel | floor | ratio | added | target |\n|---|---|---|---|---|---|\n")
+        for r in rows:
+            unit = "ns" if "ns" in r else "ms" if "ms" in r else "kB" if "kB" in r else ""
+            a = r.get("ns", r.get("ms", r.get("kB", "")))
+            fl = r.get("floor_ns", r.get("floor_ms", ""))
+            f.write("| %s | %s | %s | %s | %s | %s |\n" % (
+                r.get("what", r["benchmark"]) if r["benchmark"].startswith("BM_") or
+                r["benchmark"].startswith("[opencl]") else r["benchmark"],
+                "%s %s" % (a, unit) if a != "" else "", "%s %s" % (fl, unit) if fl != "" else "",
+                r.get("ratio", ""), "%s ms" % r["added_ms"] if "added_ms" in r else "",
+                (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
+    print("markdown: %s" % md)
     with open(OUT, "w") as f:
         json.dump({"rows": rows, "over_target": over}, f, indent=2)
     print("results: %s" % OUT)
