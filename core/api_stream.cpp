@@ -59,13 +59,13 @@ extern "C" {
 accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
   // Fast path: the thread's cached current stream of its current device,
   // when no stream was destroyed and set_stream not called since (HotThread).
-  if (fast_current() != nullptr && stream != nullptr) [[likely]] {
-    HotThread& h = t_hot;
-    if ((device < 0 || device == h.device) && h.stream_device == h.device &&
-        h.stream_epoch == g_stream_epoch.load(std::memory_order_acquire)) [[likely]] {
-      *stream = h.stream;
-      return ACCEL_SUCCESS;
-    }
+  // The cache is only ever filled after discovery, for a backend without
+  // native device state, and emptied in a fork child: no other check needed.
+  HotThread& h = t_hot;
+  if (stream != nullptr && (device < 0 || device == h.device) && h.stream_device == h.device &&
+      h.stream_epoch == g_stream_epoch.load(std::memory_order_acquire)) [[likely]] {
+    *stream = h.stream;
+    return ACCEL_SUCCESS;
   }
   return current_stream_full(device, stream);
 }
