@@ -129,6 +129,7 @@ def main():
     ap.add_argument("--probe", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--root", required=True)
+    ap.add_argument("--fallback-root", required=True)
     ap.add_argument("--sim", required=True)
     ap.add_argument("--cuda")
     ap.add_argument("--cuda-fake")
@@ -140,15 +141,30 @@ def main():
     if shutil.which("setpriv") is None:
         skip("setpriv (util-linux) is not installed")
     user = unprivileged_user()
-    root = os.path.abspath(a.root)
-    parent = os.path.dirname(root)
-    os.makedirs(parent, exist_ok=True)
-    if os.statvfs(parent).f_flag & os.ST_NOSUID:
-        skip(f"{parent} is on a filesystem mounted nosuid: setuid bits are ignored there")
-    problems = path_problems(parent, user.pw_uid)
-    if problems:
-        skip("user '%s' cannot safely reach the build folder: %s" % (user.pw_name,
-                                                                     "; ".join(problems)))
+    # The build folder if the unprivileged user can reach it and setuid bits
+    # count there; else the private folder in /var/tmp (a clone under /root,
+    # mode 700, is the usual case on CI machines). The probe's RUNPATH names
+    # both (tests/security/meson.build).
+    os.makedirs(os.path.dirname(os.path.abspath(a.root)), exist_ok=True)
+    candidates = [os.path.abspath(a.root), os.path.abspath(a.fallback_root)]
+    root, refused = None, []
+    for c in candidates:
+        parent = os.path.dirname(c)
+        if not os.path.isdir(parent):
+            refused.append(f"{parent} does not exist")
+        elif os.statvfs(parent).f_flag & os.ST_NOSUID:
+            refused.append(f"{parent} is on a filesystem mounted nosuid")
+        elif path_problems(parent, user.pw_uid):
+            refused.append("user '%s' cannot safely reach %s: %s" % (
+                user.pw_name, parent, "; ".join(path_problems(parent, user.pw_uid))))
+        else:
+            root = c
+            break
+    for why in refused:
+        print(f"not used: {why}")
+    if root is None:
+        skip("no folder where a setuid-root binary can run as '%s'" % user.pw_name)
+    print(f"setuid tree: {root}")
 
     # 1. The private tree.
     if os.path.lexists(root):
