@@ -18,6 +18,7 @@
 #include "errors.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
+#include "../common/plugin_ops.hpp"
 
 namespace accel_cuda {
 
@@ -97,7 +98,7 @@ accel_status_t get_device_properties(int32_t device, accel_device_properties_t* 
 
 // Every remaining member: the implementation behind guarded().
 #define ACCEL_CUDA_WRAP(fn, params, args) \
-  accel_status_t p_##fn params { return guarded([&] { return fn args; }); }
+  accel_status_t op_##fn params { return guarded([&] { return fn args; }); }
 
 ACCEL_CUDA_WRAP(get_current_device, (int32_t* d), (d))
 ACCEL_CUDA_WRAP(set_current_device, (int32_t d, uint32_t f), (d, f))
@@ -128,45 +129,22 @@ ACCEL_CUDA_WRAP(memset_async, (void* dst, int v, size_t n, accel_plugin_stream_t
 ACCEL_CUDA_WRAP(mem_get_info, (int32_t d, size_t* f, size_t* t), (d, f, t))
 #undef ACCEL_CUDA_WRAP
 
-accel_plugin_api_t make_api() {
-  accel_plugin_api_t a{};
-  a.struct_size = sizeof(accel_plugin_api_t);
-  a.abi_major = ACCEL_PLUGIN_ABI_MAJOR;
-  a.abi_minor = ACCEL_PLUGIN_ABI_MINOR;
-  a.name = "cuda";
-  a.priority = 400;
-  a.capabilities = ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
-                   ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES;
-  a.init = plugin_init;
-  a.device_count = plugin_device_count;
-  a.lazy_init = plugin_lazy_init;
-  a.get_device_properties = get_device_properties;
-  a.get_current_device = p_get_current_device;
-  a.set_current_device = p_set_current_device;
-  a.device_synchronize = p_device_synchronize;
-  a.stream_priority_range = p_stream_priority_range;
-  a.stream_create = p_stream_create;
-  a.stream_destroy = p_stream_destroy;
-  a.default_stream = p_default_stream;
-  a.stream_query = p_stream_query;
-  a.stream_synchronize = p_stream_synchronize;
-  a.stream_wait_event = p_stream_wait_event;
-  a.launch_host_func = p_launch_host_func;
-  a.event_create = p_event_create;
-  a.event_destroy = p_event_destroy;
-  a.event_record = p_event_record;
-  a.event_query = p_event_query;
-  a.event_synchronize = p_event_synchronize;
-  a.event_elapsed_time = p_event_elapsed_time;
-  a.mem_alloc = p_mem_alloc;
-  a.mem_free = p_mem_free;
-  a.memcpy_async = p_memcpy_async;
-  a.memset_async = p_memset_async;
-  a.mem_get_info = p_mem_get_info;
-  return a;
-}
-
-const accel_plugin_api_t g_api = make_api();
+const accel_plugin_api_t g_api = {
+    .struct_size = sizeof(accel_plugin_api_t),
+    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
+    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
+    .name = "cuda",
+    .priority = 400,
+    .capabilities = ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
+                    ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES,
+    .init = plugin_init,
+    .device_count = plugin_device_count,
+    .lazy_init = plugin_lazy_init,
+    .get_device_properties = get_device_properties,
+    .get_current_device = op_get_current_device,
+    .set_current_device = op_set_current_device,
+    ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
+};
 
 }  // namespace
 

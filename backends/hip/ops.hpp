@@ -9,6 +9,7 @@
 #include <string>
 
 #include "accel/accel_plugin.h"
+#include "../common/plugin_ops.hpp"
 
 namespace accel_hip {
 
@@ -53,31 +54,8 @@ accel_status_t op_lazy_init();
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
 accel_status_t op_get_current_device(int32_t* device);
 accel_status_t op_set_current_device(int32_t device, uint32_t flags);
-accel_status_t op_device_synchronize(int32_t device);
-
-// streams, events, host functions (streams.cpp)
-accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest);
-accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out);
-accel_status_t op_stream_destroy(accel_plugin_stream_t stream);
-accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out);
-accel_status_t op_stream_query(accel_plugin_stream_t stream);
-accel_status_t op_stream_synchronize(accel_plugin_stream_t stream);
-accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_event_t event);
-accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn, void* user_data);
-accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out);
-accel_status_t op_event_destroy(accel_plugin_event_t event);
-accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t stream);
-accel_status_t op_event_query(accel_plugin_event_t event);
-accel_status_t op_event_synchronize(accel_plugin_event_t event);
-accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_event_t end,
-                                     float* ms);
-
-// memory (memory.cpp)
-accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr);
-accel_status_t op_mem_free(int32_t device, void* ptr);
-accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_memcpy_kind_t kind,
-                               accel_plugin_stream_t stream);
-accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_stream_t stream);
-accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes);
+// device_synchronize (devices.cpp); streams, events, host functions
+// (streams.cpp); memory (memory.cpp): the shared list.
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel_hip

@@ -30,26 +30,7 @@ const accel_plugin_api_t g_api = {
     .get_device_properties = op_get_device_properties,
     .get_current_device = op_get_current_device,
     .set_current_device = op_set_current_device,
-    .device_synchronize = op_device_synchronize,
-    .stream_priority_range = op_stream_priority_range,
-    .stream_create = op_stream_create,
-    .stream_destroy = op_stream_destroy,
-    .default_stream = op_default_stream,
-    .stream_query = op_stream_query,
-    .stream_synchronize = op_stream_synchronize,
-    .stream_wait_event = op_stream_wait_event,
-    .launch_host_func = op_launch_host_func,
-    .event_create = op_event_create,
-    .event_destroy = op_event_destroy,
-    .event_record = op_event_record,
-    .event_query = op_event_query,
-    .event_synchronize = op_event_synchronize,
-    .event_elapsed_time = op_event_elapsed_time,
-    .mem_alloc = op_mem_alloc,
-    .mem_free = op_mem_free,
-    .memcpy_async = op_memcpy_async,
-    .memset_async = op_memset_async,
-    .mem_get_info = op_mem_get_info,
+    ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
 };
 
 }  // namespace
