@@ -5,6 +5,8 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include "../common.hpp"
+
 #include <accel/accel.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -23,35 +25,10 @@
 
 namespace {
 
-struct Info {
-  bool found = false;
-  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
-  std::string reason;
-  int32_t devices = 0;
-  uint32_t caps = 0;
-};
+using backend_test::env;
+using backend_test::Info;
 
-Info cuda_info() {
-  Info out;
-  for (size_t i = 0; i < accel_backend_count(); ++i) {
-    accel_backend_info_t info;
-    std::memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (accel_get_backend_info(i, &info) != ACCEL_SUCCESS) continue;
-    if (std::string(info.name) != "cuda") continue;
-    out.found = true;
-    out.status = info.status;
-    out.reason = info.reason;
-    out.devices = info.device_count;
-    out.caps = info.capabilities;
-  }
-  return out;
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
+Info cuda_info() { return backend_test::backend_info("cuda"); }
 
 // The fake driver, as loaded by the plugin: RTLD_NOLOAD proves it is the
 // same instance (same model, same per-thread current context).

@@ -7,6 +7,8 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include "../common.hpp"
+
 #include <accel/accel.h>
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
@@ -31,35 +33,10 @@ extern char** environ;
 
 namespace {
 
-struct Info {
-  bool found = false;
-  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
-  std::string reason;
-  int32_t devices = 0;
-  uint32_t caps = 0;
-};
+using backend_test::env;
+using backend_test::Info;
 
-Info hip_info() {
-  Info out;
-  for (size_t i = 0; i < accel_backend_count(); ++i) {
-    accel_backend_info_t info;
-    std::memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (accel_get_backend_info(i, &info) != ACCEL_SUCCESS) continue;
-    if (std::string(info.name) != "hip") continue;
-    out.found = true;
-    out.status = info.status;
-    out.reason = info.reason;
-    out.devices = info.device_count;
-    out.caps = info.capabilities;
-  }
-  return out;
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
+Info hip_info() { return backend_test::backend_info("hip"); }
 
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;

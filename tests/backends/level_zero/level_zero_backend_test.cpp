@@ -6,6 +6,8 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include "../common.hpp"
+
 #include <accel/accel.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,30 +23,10 @@
 
 namespace {
 
-struct Info {
-  bool found = false;
-  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
-  std::string reason;
-  int32_t devices = 0;
-  uint32_t caps = 0;
-};
+using backend_test::env;
+using backend_test::Info;
 
-Info ze_info() {
-  Info out;
-  for (size_t i = 0; i < accel_backend_count(); ++i) {
-    accel_backend_info_t info;
-    std::memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (accel_get_backend_info(i, &info) != ACCEL_SUCCESS) continue;
-    if (std::string(info.name) != "level_zero") continue;
-    out.found = true;
-    out.status = info.status;
-    out.reason = info.reason;
-    out.devices = info.device_count;
-    out.caps = info.capabilities;
-  }
-  return out;
-}
+Info ze_info() { return backend_test::backend_info("level_zero"); }
 
 bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
 

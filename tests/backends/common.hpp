@@ -1,0 +1,47 @@
+// What the vendor backends' end-to-end suites (tests/backends/*) share:
+// reading one backend's discovery entry and the environment. Each suite runs
+// one scenario per process (discovery happens once), so these are all it
+// needs from the core besides accel.h.
+#pragma once
+
+#include <accel/accel.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace backend_test {
+
+// One backend's discovery entry, as accel_get_backend_info reports it.
+struct Info {
+  bool found = false;
+  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
+  std::string reason;
+  int32_t devices = 0;
+  uint32_t caps = 0;
+};
+
+inline Info backend_info(const char* name) {
+  Info out;
+  for (size_t i = 0; i < accel_backend_count(); ++i) {
+    accel_backend_info_t info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (accel_get_backend_info(i, &info) != ACCEL_SUCCESS) continue;
+    if (std::strcmp(info.name, name) != 0) continue;
+    out.found = true;
+    out.status = info.status;
+    out.reason = info.reason;
+    out.devices = info.device_count;
+    out.caps = info.capabilities;
+  }
+  return out;
+}
+
+// The variable's value, "" when unset.
+inline std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace backend_test
