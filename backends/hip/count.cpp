@@ -99,7 +99,9 @@ accel_status_t count_from_runtime(const std::string& why, int32_t* count) {
 
 }  // namespace
 
-std::string visibly_no_gpu() {
+namespace {
+
+std::string find_no_gpu_reason() {
   const char* topo_env = config_env("ACCEL_HIP_KFD_TOPOLOGY");
   const char* runtime_env = config_env("ACCEL_HIP_RUNTIME");
   if ((topo_env != nullptr && *topo_env != '\0') || (runtime_env != nullptr && *runtime_env != '\0'))
@@ -114,6 +116,14 @@ std::string visibly_no_gpu() {
   // initialising the whole runtime, which also makes the process fork-unsafe.
   return format("the KFD topology %s is not readable (%s) and %s; the HIP runtime was not loaded",
                 kSystemTopology, t.error.c_str(), problem.c_str());
+}
+
+}  // namespace
+
+// Asked by init and again by device_count: the sysfs walk runs once.
+const std::string& visibly_no_gpu() {
+  static const std::string why = find_no_gpu_reason();
+  return why;
 }
 
 accel_status_t count_devices(int32_t* count) {
@@ -135,7 +145,7 @@ accel_status_t count_devices(int32_t* count) {
     KfdTopology t = read_kfd_topology(kSystemTopology);
     if (t.readable) {
       st = count_from_topology(kSystemTopology, t, kfd, count);
-    } else if (std::string why = visibly_no_gpu(); !why.empty()) {
+    } else if (const std::string& why = visibly_no_gpu(); !why.empty()) {
       g_source = "KFD device node";
       *count = 0;
       explain("no AMD GPU: " + why);

@@ -29,7 +29,7 @@ accel_status_t count_devices(int32_t* count);
 // its KFD device node is absent or unusable, with no ACCEL_HIP_RUNTIME or
 // ACCEL_HIP_KFD_TOPOLOGY override: no HIP runtime could find a GPU, so init
 // does not even load it and device_count reports 0 with this reason.
-std::string visibly_no_gpu();
+const std::string& visibly_no_gpu();
 
 // The count device_count returned (0 before it ran).
 int32_t counted_devices();
