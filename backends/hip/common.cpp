@@ -44,20 +44,5 @@ const char* config_env(const char* name) {
   return ACCEL_HIP_HOST_HAS(get_env) ? g_host->get_env(g_host, name) : nullptr;
 }
 
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0) return fmt;
-  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(out.data(), out.size(), fmt, ap);
-  va_end(ap);
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 }  // namespace accel_hip

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "accel/accel_plugin.h"
+#include "../common/format.hpp"
 
 namespace accel_hip {
 
@@ -27,8 +28,8 @@ void explain(const std::string& message);
 // secure_getenv through the host (NULL when unset or in setuid processes).
 const char* config_env(const char* name);
 
-// printf into a std::string.
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// printf into a std::string (backends/common/format.hpp).
+using accel_backend::format;
 
 // Runs body() and turns any C++ exception into a status: nothing may be
 // thrown across the plugin ABI.

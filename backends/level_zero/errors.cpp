@@ -80,27 +80,7 @@ accel_status_t status_of(ze_result_t r) {
   }
 }
 
-std::string vformat(const char* fmt, va_list ap) {
-  va_list copy;
-  va_copy(copy, ap);
-  char small[512];
-  int n = std::vsnprintf(small, sizeof small, fmt, copy);
-  va_end(copy);
-  if (n < 0) return fmt;
-  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), fmt, ap);
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
-std::string format(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string s = vformat(fmt, ap);
-  va_end(ap);
-  return s;
-}
 
 bool log_on(accel_log_level_t level) {
   if (!host_has(offsetof(accel_host_services_t, log_enabled) + sizeof(void*)) ||

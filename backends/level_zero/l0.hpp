@@ -7,6 +7,7 @@
 
 #include <accel/accel_plugin.h>
 
+#include "../common/format.hpp"
 #include "../common/plugin_ops.hpp"
 
 #include <atomic>
@@ -98,8 +99,8 @@ void log_msg(accel_log_level_t level, const char* fmt, ...) __attribute__((forma
 bool log_on(accel_log_level_t level);
 const char* host_env(const char* name);
 
-std::string vformat(const char* fmt, va_list ap);
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+using accel_backend::format;
+using accel_backend::vformat;
 
 // host->set_error(status, printf(fmt, ...)); returns status.
 accel_status_t fail(accel_status_t status, const char* fmt, ...)

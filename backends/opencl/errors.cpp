@@ -122,27 +122,7 @@ accel_status_t status_of(cl_int err) {
   return ACCEL_ERROR_BACKEND_FAILURE;
 }
 
-std::string vformat(const char* fmt, va_list ap) {
-  char buf[512];
-  va_list copy;
-  va_copy(copy, ap);
-  int n = std::vsnprintf(buf, sizeof buf, fmt, copy);
-  va_end(copy);
-  if (n < 0) return std::string(fmt);
-  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), fmt, ap);
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
-std::string format(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string s = vformat(fmt, ap);
-  va_end(ap);
-  return s;
-}
 
 // True if the core's host table is long enough to have the member at
 // `offset` and the member is set.

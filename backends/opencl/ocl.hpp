@@ -8,6 +8,7 @@
 
 #include <accel/accel_plugin.h>
 
+#include "../common/format.hpp"
 #include "../common/plugin_ops.hpp"
 
 #include <atomic>
@@ -51,8 +52,8 @@ accel_status_t fail(accel_status_t status, const char* fmt, ...)
 accel_status_t cl_fail(const char* call, cl_int err, const char* context_fmt = nullptr, ...)
     __attribute__((format(printf, 3, 4)));
 
-std::string vformat(const char* fmt, va_list ap);
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+using accel_backend::format;
+using accel_backend::vformat;
 
 // Runs body() and turns any C++ exception into a status: nothing may be
 // thrown across the plugin ABI.
