@@ -1,14 +1,21 @@
 // What the vendor backends' end-to-end suites (tests/backends/*) share:
-// reading one backend's discovery entry and the environment. Each suite runs
+// reading one backend's discovery entry and the environment, and running a
+// fork()ed child with a deadline. Each suite runs
 // one scenario per process (discovery happens once), so these are all it
 // needs from the core besides accel.h.
 #pragma once
 
 #include <accel/accel.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace backend_test {
 
@@ -42,6 +49,32 @@ inline Info backend_info(const char* name) {
 inline std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
+}
+
+// Runs `child` in a fork()ed child and returns its exit code; the child is
+// killed (and the test fails) if it does not finish within 30 s, so nothing
+// hangs. Include after catch2/catch.hpp.
+inline int in_child(int (*child)()) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) _exit(child());
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    REQUIRE(r >= 0);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL("forked child did not finish within 30 s (hang)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
 }
 
 }  // namespace backend_test

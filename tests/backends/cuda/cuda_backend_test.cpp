@@ -54,36 +54,10 @@ Fn sym(void* h, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
-// Runs `child` in a fork()ed child and returns its exit code; the child is
-// killed (and the test fails) if it does not finish in time, so nothing hangs.
-int in_child(int (*child)()) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) _exit(child());
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (true) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    REQUIRE(r >= 0);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      FAIL("forked child did not finish within 30 s (hang)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
-}
+using backend_test::in_child;
 
 // Child: real work on the fake (cuInit runs here, in the child), exit code
-// says what failed. It stays off accel_malloc: the core's allocation table
-// lock is a std::shared_mutex that its atfork child handler cannot unlock
-// (glibc identifies the write owner by TID), so accel_malloc in any fork()ed
-// child blocks forever -- reported to the lead as a core bug.
+// says what failed. Memory in fork()ed children is covered by tests/fork.
 std::atomic<int> g_host_calls{0};
 int child_works_body();
 int child_works() {

@@ -96,30 +96,7 @@ struct Topology {
   }
 };
 
-// Runs `child` in a fork()ed child and returns its exit code; the child is
-// killed (and the test fails) if it does not finish in time.
-int in_child(int (*child)()) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) _exit(child());
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (true) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    REQUIRE(r >= 0);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      FAIL("forked child did not finish within 30 s (hang)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
-}
+using backend_test::in_child;
 
 // --- children of the fork tests ------------------------------------------------
 
