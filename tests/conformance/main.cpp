@@ -5,8 +5,8 @@
 // --backend sets ACCEL_BACKEND=NAME before the first accel call. With no
 // accelerator available afterwards the run fails loudly with
 // accel_selection_reason(): a conformance run never passes vacuously.
-#define CATCH_CONFIG_RUNNER
 #include "conformance.hpp"
+#include "runner.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -243,87 +243,87 @@ bool concurrent_first_call(std::string& detail) {
   return true;
 }
 
-}  // namespace
+std::string g_backend;
 
-int main(int argc, char** argv) {
-  Catch::Session session;
-  std::string backend;
-  using Catch::clara::Opt;
-  auto cli = session.cli() |
-             Opt(backend, "name")["--backend"](
-                 "backend to test: sets ACCEL_BACKEND=name before the first accel call");
-  session.cli(cli);
-  int rc = session.applyCommandLine(argc, argv);
-  if (rc != 0) return rc;
-  const auto& cfg = session.configData();
-  if (cfg.showHelp) return 0;
-  const bool listing = cfg.listTests || cfg.listTestNamesOnly || cfg.listTags || cfg.listReporters;
-
+// Before any test case: the first accel calls (from many threads at once),
+// then the backend's devices, capabilities and default streams into
+// conf::globals(). Fails the run when there is nothing to test.
+int setup(accel_test::Parsed& parsed) {
+  const std::string& backend = g_backend;
   if (!backend.empty()) setenv("ACCEL_BACKEND", backend.c_str(), 1);
+  if (parsed.listing) return -1;
 
-  if (!listing) {
-    std::string detail;
-    if (!concurrent_first_call(detail)) {
-      std::fprintf(stderr, "accel-conformance: FAILED: concurrent first calls disagree: %s\n",
-                   detail.c_str());
-      return 1;
-    }
-    if (!accel_is_available()) {
-      std::fprintf(stderr,
-                   "accel-conformance: FAILED: no accelerator available%s%s%s\n"
-                   "  selection reason: %s\n",
-                   backend.empty() ? "" : " (--backend ", backend.c_str(),
-                   backend.empty() ? "" : ")", accel_selection_reason());
-      // List what discovery saw: the reason a backend is missing is there.
-      size_t n = accel_backend_count();
-      for (size_t i = 0; i < n; ++i) {
-        accel_backend_info_t info;
-        std::memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        if (accel_get_backend_info(i, &info) == ACCEL_SUCCESS)
-          std::fprintf(stderr, "  [%zu] %s %s: %s (%s)\n", i, info.name ? info.name : "?",
-                       accel_backend_status_name(info.status), info.reason ? info.reason : "",
-                       info.path ? info.path : "");
-      }
-      if (n == 0) std::fprintf(stderr, "  discovery found no plugin candidates at all\n");
-      return 1;
-    }
-
-    auto& g = conf::globals();
-    const char* name = accel_current_accelerator();
-    g.backend = name ? name : "";
-    g.device_count = accel_device_count();
-    if (!backend.empty() && g.backend != backend) {
-      std::fprintf(stderr, "accel-conformance: FAILED: asked for backend '%s' but got '%s'\n",
-                   backend.c_str(), g.backend.c_str());
-      return 1;
-    }
-    if (g.device_count <= 0) {
-      std::fprintf(stderr, "accel-conformance: FAILED: available but device_count=%d\n",
-                   g.device_count);
-      return 1;
-    }
+  std::string detail;
+  if (!concurrent_first_call(detail)) {
+    std::fprintf(stderr, "accel-conformance: FAILED: concurrent first calls disagree: %s\n",
+                 detail.c_str());
+    return 1;
+  }
+  if (!accel_is_available()) {
+    std::fprintf(stderr,
+                 "accel-conformance: FAILED: no accelerator available%s%s%s\n"
+                 "  selection reason: %s\n",
+                 backend.empty() ? "" : " (--backend ", backend.c_str(),
+                 backend.empty() ? "" : ")", accel_selection_reason());
+    // List what discovery saw: the reason a backend is missing is there.
     size_t n = accel_backend_count();
     for (size_t i = 0; i < n; ++i) {
       accel_backend_info_t info;
       std::memset(&info, 0, sizeof info);
       info.struct_size = sizeof info;
-      if (accel_get_backend_info(i, &info) == ACCEL_SUCCESS && info.is_current)
-        g.capabilities = info.capabilities;
+      if (accel_get_backend_info(i, &info) == ACCEL_SUCCESS)
+        std::fprintf(stderr, "  [%zu] %s %s: %s (%s)\n", i, info.name ? info.name : "?",
+                     accel_backend_status_name(info.status), info.reason ? info.reason : "",
+                     info.path ? info.path : "");
     }
-    for (int32_t d = 0; d < g.device_count; ++d) {
-      accel_stream_t s = nullptr;
-      accel_status_t st = accel_current_stream(d, &s);
-      if (st != ACCEL_SUCCESS || s == nullptr) {
-        std::fprintf(stderr, "accel-conformance: FAILED: accel_current_stream(%d): %s: %s\n", d,
-                     accel_status_name(st), accel_last_error());
-        return 1;
-      }
-      g.default_streams.push_back(s);
-    }
-    std::printf("accel-conformance: backend '%s' (%s), %d device(s), capabilities 0x%x\n",
-                g.backend.c_str(), accel_selection_reason(), g.device_count, g.capabilities);
-    std::fflush(stdout);
+    if (n == 0) std::fprintf(stderr, "  discovery found no plugin candidates at all\n");
+    return 1;
   }
-  return session.run();
+
+  auto& g = conf::globals();
+  const char* name = accel_current_accelerator();
+  g.backend = name ? name : "";
+  g.device_count = accel_device_count();
+  if (!backend.empty() && g.backend != backend) {
+    std::fprintf(stderr, "accel-conformance: FAILED: asked for backend '%s' but got '%s'\n",
+                 backend.c_str(), g.backend.c_str());
+    return 1;
+  }
+  if (g.device_count <= 0) {
+    std::fprintf(stderr, "accel-conformance: FAILED: available but device_count=%d\n",
+                 g.device_count);
+    return 1;
+  }
+  size_t n = accel_backend_count();
+  for (size_t i = 0; i < n; ++i) {
+    accel_backend_info_t info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (accel_get_backend_info(i, &info) == ACCEL_SUCCESS && info.is_current)
+      g.capabilities = info.capabilities;
+  }
+  for (int32_t d = 0; d < g.device_count; ++d) {
+    accel_stream_t s = nullptr;
+    accel_status_t st = accel_current_stream(d, &s);
+    if (st != ACCEL_SUCCESS || s == nullptr) {
+      std::fprintf(stderr, "accel-conformance: FAILED: accel_current_stream(%d): %s: %s\n", d,
+                   accel_status_name(st), accel_last_error());
+      return 1;
+    }
+    g.default_streams.push_back(s);
+  }
+  std::printf("accel-conformance: backend '%s' (%s), %d device(s), capabilities 0x%x\n",
+              g.backend.c_str(), accel_selection_reason(), g.device_count, g.capabilities);
+  std::fflush(stdout);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return accel_test::run(
+      argc, argv,
+      {{&g_backend, "--backend", "name",
+        "backend to test: sets ACCEL_BACKEND=name before the first accel call"}},
+      setup);
 }

@@ -5,8 +5,8 @@
 //
 // Every accelctl run is a child process with its own environment, so one
 // invocation of this program covers every scenario.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#include "runner.hpp"
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,17 +248,15 @@ TEST_CASE("accelctl bad usage exits 2", "[accelctl]") {
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  using Catch::clara::Opt;
-  session.cli(session.cli() | Opt(g_accelctl, "path")["--accelctl"]("the accelctl to test"));
-  int rc = session.applyCommandLine(argc, argv);
-  if (rc != 0) return rc;
-  if (session.configData().showHelp) return 0;
-  if (g_accelctl.empty() || access(g_accelctl.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "accel-accelctl-test: --accelctl PATH (an executable) is required\n");
-    return 2;
-  }
-  rc = session.run();
+  int rc = accel_test::run(
+      argc, argv, {{&g_accelctl, "--accelctl", "path", "the accelctl to test"}},
+      [](accel_test::Parsed&) {
+        if (g_accelctl.empty() || access(g_accelctl.c_str(), X_OK) != 0) {
+          std::fprintf(stderr, "accel-accelctl-test: --accelctl PATH (an executable) is required\n");
+          return 2;
+        }
+        return -1;
+      });
   corpus::remove_dirs(g_cleanup);
   return rc;
 }

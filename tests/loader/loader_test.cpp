@@ -10,10 +10,10 @@
 //
 // main() prepares the environment (setenv) BEFORE the first accel call and
 // then runs the Catch2 test cases tagged with the scenario's name.
-#define CATCH_CONFIG_RUNNER
 #include <accel/accel.h>
 
 #include <catch2/catch.hpp>
+#include "runner.hpp"
 
 #include <cstring>
 #include <functional>
@@ -397,16 +397,10 @@ TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED, naming bot
 
 // --- main ------------------------------------------------------------------------
 
-int main(int argc, char** argv) {
-  Catch::Session session;
-  using Catch::clara::Opt;
-  session.cli(session.cli() |
-              Opt(g_scenario, "name")["--scenario"](
-                  "hostile | absent-backend | named-no-devices | no-plugins | minimal"));
-  int rc = session.applyCommandLine(argc, argv);
-  if (rc != 0) return rc;
-  if (session.configData().showHelp) return 0;
+namespace {
 
+// Sets up the scenario's environment before the first accel call.
+int setup_scenario(accel_test::Parsed& parsed) {
   unsetenv("ACCEL_BACKEND");
   unsetenv("ACCEL_SIM_DEVICES");
   unsetenv("ACCEL_TINY_DEVICES");
@@ -444,11 +438,18 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // Run only this scenario's test cases.
-  auto& cfg = session.configData();
-  if (cfg.testsOrTags.empty()) cfg.testsOrTags.push_back("[" + g_scenario + "]");
-  session.useConfigData(cfg);
+  if (parsed.filters->empty()) parsed.filters->push_back("[" + g_scenario + "]");
+  return -1;
+}
 
-  rc = session.run();
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rc = accel_test::run(
+      argc, argv,
+      {{&g_scenario, "--scenario", "name",
+        "hostile | absent-backend | named-no-devices | no-plugins | minimal"}},
+      setup_scenario);
   corpus::remove_dirs(g_cleanup);
   return rc;
 }

@@ -24,7 +24,6 @@
 //
 // Needs ACCEL_TEST_MOD_TINY, ACCEL_TEST_MOD_DUP_A, ACCEL_TEST_MOD_WORLDW,
 // ACCEL_TEST_MOD_SIM (set by tests/security/meson.build).
-#define CATCH_CONFIG_RUNNER
 #include <accel/accel.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -32,6 +31,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include "runner.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cstring>
@@ -290,18 +290,18 @@ TEST_CASE("accelctl shows every refusal and its reason", "[policy][accelctl]") {
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  using Catch::clara::Opt;
-  session.cli(session.cli() | Opt(g_accelctl, "path")["--accelctl"]("the accelctl to run"));
-  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-
-  build_tree();
-  setenv("ACCEL_PLUGIN_PATH", T.plugin_path.c_str(), 1);
-  setenv("ACCEL_SIM_DEVICES", "1", 1);
-  setenv("ACCEL_LOG_LEVEL", "off", 1);
-  unsetenv("ACCEL_BACKEND");
-  std::printf("ACCEL_PLUGIN_PATH=%s\n", T.plugin_path.c_str());
-  int rc = session.run();
-  corpus::remove_dirs({T.root});
+  bool built = false;
+  int rc = accel_test::run(argc, argv, {{&g_accelctl, "--accelctl", "path", "the accelctl to run"}},
+                           [&](accel_test::Parsed&) {
+                             build_tree();
+                             built = true;
+                             setenv("ACCEL_PLUGIN_PATH", T.plugin_path.c_str(), 1);
+                             setenv("ACCEL_SIM_DEVICES", "1", 1);
+                             setenv("ACCEL_LOG_LEVEL", "off", 1);
+                             unsetenv("ACCEL_BACKEND");
+                             std::printf("ACCEL_PLUGIN_PATH=%s\n", T.plugin_path.c_str());
+                             return -1;
+                           });
+  if (built) corpus::remove_dirs({T.root});
   return rc;
 }

@@ -2,7 +2,6 @@
 // driver (tests/fakes/cuda), the toolkit's stub library and a missing one.
 // Discovery runs once per process, so each scenario is its own `meson test`
 // with its own environment, selected by its Catch2 tag; see meson.build.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"

@@ -1,6 +1,5 @@
 // Unit tests of the CUDA plugin's CUDA_VISIBLE_DEVICES parser and /proc GPU
 // listing (compiled in from backends/cuda; no driver involved).
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>

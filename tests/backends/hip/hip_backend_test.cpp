@@ -4,8 +4,8 @@
 // `meson test` with its own environment, selected by its Catch2 tag (see
 // meson.build); scenarios that need a KFD topology fabricate one and point
 // ACCEL_HIP_KFD_TOPOLOGY at it before the first accel call.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#include "runner.hpp"
 
 #include "../common.hpp"
 
@@ -456,5 +456,5 @@ TEST_CASE("properties and error text", "[errors]") {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--probe") == 0) return probe();
-  return Catch::Session().run(argc, argv);
+  return accel_test::run(argc, argv, {}, nullptr);
 }

@@ -1,7 +1,6 @@
 // Unit tests of the hip plugin's pure parts: ROCR_/HIP_/CUDA_VISIBLE_DEVICES
 // resolution (visible_devices.cpp) and the KFD topology reader
 // (kfd_topology.cpp) over fabricated sysfs trees.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>

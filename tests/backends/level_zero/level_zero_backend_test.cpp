@@ -3,7 +3,6 @@
 // fake driver (tests/fakes/level_zero) named in ZE_ENABLE_ALT_DRIVERS.
 // Discovery runs once per process, so each scenario is its own `meson test`
 // with its own environment, selected by its Catch2 tag; see meson.build.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"
