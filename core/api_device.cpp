@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
@@ -69,6 +70,8 @@ inline bool fast_exchange(int32_t device, int32_t* previous) {
 extern "C" {
 
 const char* accel_last_error(void) { return last_error(); }
+
+void accel_clear_last_error(void) { clear_last_error(); }
 
 int accel_is_available(void) {
   try {
@@ -144,8 +147,16 @@ accel_status_t accel_synchronize(int32_t device) {
     int32_t target = 0;
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     // torch: synchronizing a backend that was never initialised is a no-op
-    // and must not initialise it.
-    if (!initialised(*b) && !b->forked.load(std::memory_order_relaxed)) return ACCEL_SUCCESS;
+    // and must not initialise it (in a fork() child too: nothing ran).
+    if (!initialised(*b)) return ACCEL_SUCCESS;
+    if (const HostCall* call = running_host_call();
+        call != nullptr && call->backend == b && call->device == target) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: called from a host function running on a stream of {} device {}; "
+                   "synchronizing the device would wait for the host function itself to finish "
+                   "and never return",
+                   fn, b->name, target);
+    }
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     return call_plugin(*b, "device_synchronize", [&] { return b->api.device_synchronize(target); });
   });

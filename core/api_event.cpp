@@ -1,6 +1,7 @@
 // Events: creation with a timing flag, record, query, synchronize, elapsed
 // time. The core tracks "never recorded" itself so every backend answers the
 // same way (query complete, synchronize returns at once).
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -101,9 +102,14 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
                    "{}: the event belongs to {} device {} but the stream to {} device {}",
                    fn, b.name, event->device, stream->backend->name, stream->device);
     }
+    const uint64_t sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
     auto st = call_plugin(b, "event_record",
                           [&] { return b.api.event_record(event->native, stream->native); });
-    if (st == ACCEL_SUCCESS) event->recorded.store(true, std::memory_order_release);
+    if (st == ACCEL_SUCCESS) {
+      event->record_stream.store(stream, std::memory_order_relaxed);
+      event->record_sequence.store(sequence, std::memory_order_relaxed);
+      event->recorded.store(true, std::memory_order_release);
+    }
     return st;
   });
 }
@@ -123,6 +129,19 @@ accel_status_t accel_event_synchronize(accel_event_t event) {
   return guarded(fn, [&] {
     if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
+    // From a host function: an event recorded on its own stream after it
+    // completes only after the host function returns.
+    if (const HostCall* call = running_host_call(); call != nullptr) [[unlikely]] {
+      const accel_stream_s* s = event->record_stream.load(std::memory_order_relaxed);
+      if (s != nullptr && running_on_stream(s) &&
+          event->record_sequence.load(std::memory_order_relaxed) > call->sequence) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: called from a host function running on the stream the event was "
+                     "recorded on after it ({} device {}); the event completes only after the "
+                     "host function returns, so waiting for it would never return",
+                     fn, s->backend->name, s->device);
+      }
+    }
     Backend& b = *event->backend;
     return call_plugin(b, "event_synchronize",
                        [&] { return b.api.event_synchronize(event->native); });

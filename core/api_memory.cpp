@@ -143,10 +143,6 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                                   accel_memcpy_kind_t kind, accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (dst == nullptr || src == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn,
-                   dst == nullptr ? "dst" : "src");
-    }
     if (kind != ACCEL_MEMCPY_HOST_TO_DEVICE && kind != ACCEL_MEMCPY_DEVICE_TO_HOST &&
         kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown copy kind {}", fn,
@@ -155,7 +151,13 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
+    // CUDA and HIP accept 0 bytes whatever the pointers, and frameworks pass
+    // NULL for empty tensors: a no-op once the stream is known to be valid.
     if (bytes == 0) return ACCEL_SUCCESS;
+    if (dst == nullptr || src == nullptr) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn,
+                   dst == nullptr ? "dst" : "src");
+    }
     bool dst_device = kind != ACCEL_MEMCPY_DEVICE_TO_HOST;
     bool src_device = kind != ACCEL_MEMCPY_HOST_TO_DEVICE;
     auto st = dst_device ? check_device_range(fn, "dst", dst, bytes, *stream)
@@ -173,11 +175,11 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
 accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
-    if (bytes == 0) return ACCEL_SUCCESS;
+    if (bytes == 0) return ACCEL_SUCCESS;  // as accel_memcpy_async
+    if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
     if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
     return call_plugin(b, "memset_async", [&] {

@@ -1,7 +1,9 @@
 // Streams: current stream per thread and device, creation with priority,
 // query, synchronize, cross-stream waits and host functions.
 #include <algorithm>
+#include <memory>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -28,6 +30,16 @@ accel_status_t check_stream(const char* fn, accel_stream_t s) {
                  s == nullptr ? "NULL" : "not a live stream (destroyed?)");
   }
   return ensure_ready(*s->backend);
+}
+
+// A host function waiting for its own stream would wait for itself.
+accel_status_t check_not_own_stream(const char* fn, const accel_stream_s* s, const char* what) {
+  if (!running_on_stream(s)) [[likely]]
+    return ACCEL_SUCCESS;
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: called from a host function running on that stream ({} device {}); {} would "
+               "wait for the host function itself to finish and never return",
+               fn, s->backend->name, s->device, what);
 }
 
 accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_t& greatest) {
@@ -159,6 +171,8 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
                    "destroyed",
                    fn, stream->backend->name, stream->device);
     }
+    if (auto st = check_not_own_stream(fn, stream, "destroying it"); st != ACCEL_SUCCESS)
+      return st;
     // Exactly one of two racing destroys wins the handle.
     uint32_t expected = kStreamMagic;
     if (!stream->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
@@ -186,6 +200,8 @@ accel_status_t accel_stream_synchronize(accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_not_own_stream(fn, stream, "synchronizing it"); st != ACCEL_SUCCESS)
+      return st;
     Backend& b = *stream->backend;
     return call_plugin(b, "stream_synchronize",
                        [&] { return b.api.stream_synchronize(stream->native); });
@@ -200,13 +216,21 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event is {}", fn,
                    event == nullptr ? "NULL" : "not a live event (destroyed?)");
     }
-    if (event->backend != stream->backend || event->device != stream->device) {
+    if (event->backend != stream->backend) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the event belongs to {} device {} but the stream to {} device {}",
                    fn, event->backend->name, event->device, stream->backend->name,
                    stream->device);
     }
     Backend& b = *stream->backend;
+    if (event->device != stream->device &&
+        (b.capabilities & ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT) == 0) {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: the event belongs to {} device {} but the stream to {} device {}, and "
+                   "backend '{}' cannot order work across its devices (it does not declare "
+                   "ACCEL_CAP_CROSS_DEVICE_WAIT): synchronize the event on the host first",
+                   fn, b.name, event->device, b.name, stream->device, b.name);
+    }
     if (b.api.stream_wait_event == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support stream_wait_event",
                    fn, b.name);
@@ -253,8 +277,21 @@ accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support host functions",
                    fn, b.name);
     }
-    return call_plugin(b, "launch_host_func",
-                       [&] { return b.api.launch_host_func(stream->native, host_fn, user_data); });
+    // The plugin runs the core's trampoline, which marks the thread as
+    // running a host function of this stream while user code runs.
+    auto call = std::make_unique<HostCall>();
+    call->fn = host_fn;
+    call->user_data = user_data;
+    call->stream = stream;
+    call->stream_generation = stream->generation.load(std::memory_order_acquire);
+    call->backend = &b;
+    call->device = stream->device;
+    call->sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
+    auto st = call_plugin(b, "launch_host_func", [&] {
+      return b.api.launch_host_func(stream->native, host_call_trampoline, call.get());
+    });
+    if (st == ACCEL_SUCCESS) call.release();  // the trampoline owns it now
+    return st;
   });
 }
 

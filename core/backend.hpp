@@ -33,9 +33,16 @@ struct Backend {
   std::string reason;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
-  int32_t priority = 0;
+  int32_t priority = 0;  // as used for the choice (see priority_note)
+  std::string priority_note;  // non-empty: the plugin's own priority was lowered, and why
   int32_t device_count = 0;
   uint32_t capabilities = 0;
+  // The plugin's runtime_version answer (runtime_version.hpp). Written once,
+  // before runtime_version_state becomes kKnown, and never again, so the
+  // pointer introspection hands out stays valid until exit.
+  std::string runtime_version;
+  std::atomic<int> runtime_version_state{0};  // RuntimeVersionState
+  std::mutex runtime_version_mutex;
 
   // The plugin's vtable, copied up to its struct_size into a zeroed table of
   // ours: members it does not have read as NULL ("not supported").
@@ -50,9 +57,13 @@ struct Backend {
   accel_status_t init_status = ACCEL_SUCCESS;
   std::string init_error;
 
-  // Set in a fork() child when the backend was initialised in the parent
-  // and does not declare ACCEL_PLUGIN_CAP_FORK_SAFE.
+  // Set in a fork() child when the backend is not ACCEL_PLUGIN_CAP_FORK_SAFE
+  // and the parent initialised it, or counted its devices without
+  // ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE (fork.cpp); forked_reason says which.
   std::atomic<bool> forked{false};
+  std::string forked_reason;
+  // init and device_count ran (the plugin may have started vendor state).
+  bool discovered = false;
 
   std::unique_ptr<DeviceState[]> devices;  // device_count entries
   std::mutex default_stream_mutex;

@@ -16,6 +16,8 @@ accel_status_t fail(accel_status_t status, std::string message) {
 
 const char* last_error() { return thread_state().last_error.c_str(); }
 
+void clear_last_error() { thread_state().last_error.clear(); }
+
 PluginError& plugin_error() { return thread_state().plugin_error; }
 
 bool plugin_error_set() { return t_hot.plugin_error_set; }

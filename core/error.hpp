@@ -21,6 +21,7 @@ accel_status_t failf(accel_status_t status, fmt::format_string<Args...> format, 
 }
 
 const char* last_error();
+void clear_last_error();
 
 // What a plugin said through host->set_error during the current call. Whether
 // it said anything is HotThread::plugin_error_set (runtime.hpp), reset before

@@ -72,10 +72,27 @@ void child() {
   // its cached current stream may belong to a backend that is unusable now.
   forget_stream_cache();
   if (g_rt == nullptr) return;
+  // One rule for every backend: the child may not use a backend that is not
+  // fork-safe once the parent initialised it, or once the parent's
+  // discovery (init + device_count) may have started vendor threads: PoCL's
+  // workers, zeInit's driver threads, cuInit, a HIP runtime. Such a child
+  // would otherwise block forever on threads it does not have. The plugin
+  // says its discovery left nothing behind with DISCOVERY_FORK_SAFE
+  // (capabilities are read again after device_count, so it can depend on
+  // how it counted).
   for (auto& b : g_rt->entries) {
-    if (initialised(*b) && (b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) == 0) {
-      b->forked.store(true, std::memory_order_relaxed);
+    if ((b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) != 0) continue;
+    if (initialised(*b)) {
+      b->forked_reason = "was initialised before fork()";
+    } else if (b->discovered && (b->capabilities & ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE) == 0) {
+      b->forked_reason =
+          "counted its devices through the vendor runtime before fork(), which may have "
+          "started vendor threads the child does not have (the plugin does not declare "
+          "ACCEL_CAP_DISCOVERY_FORK_SAFE)";
+    } else {
+      continue;
     }
+    b->forked.store(true, std::memory_order_relaxed);
   }
 }
 

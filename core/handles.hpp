@@ -35,6 +35,10 @@ struct accel_stream_s {
   bool is_default = false;
   accel_plugin_stream_t native = nullptr;
   accel_stream_s* next_free = nullptr;
+  // Counts host-function launches and event records on this stream, so a
+  // host function can tell an event recorded after it (waiting for it would
+  // wait for itself) from one recorded before (callbacks.hpp).
+  std::atomic<uint64_t> sequence{0};
 };
 
 struct accel_event_s {
@@ -43,6 +47,9 @@ struct accel_event_s {
   int32_t device = 0;
   uint32_t flags = 0;
   std::atomic<bool> recorded{false};
+  // Where and when the last record was made (see accel_stream_s::sequence).
+  std::atomic<const accel_stream_s*> record_stream{nullptr};
+  std::atomic<uint64_t> record_sequence{0};
   accel_plugin_event_t native = nullptr;
   accel_event_s* next_free = nullptr;
 };

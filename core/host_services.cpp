@@ -52,6 +52,10 @@ void init_host_services(Backend& b) {
 accel_status_t finish_plugin_call(const Backend& b, const char* op, accel_status_t status) {
   auto& pe = plugin_error();
   if (t_hot.plugin_error_set && !pe.message.empty()) return failf(status, "{}: {}", b.name, pe.message);
+  if (status == ACCEL_ERROR_NOT_READY) {
+    // An answer, not a failure; still the detail of the latest status.
+    return failf(status, "{}: {}: work has not completed yet", b.name, op);
+  }
   return failf(status, "{}: {} failed: {} ({})", b.name, op, accel_status_name(status),
                accel_status_message(status));
 }

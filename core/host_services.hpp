@@ -10,8 +10,9 @@ namespace accel::core {
 void init_host_services(Backend& b);
 
 // Calls a plugin operation with the plugin-error channel reset first, and
-// turns a failure into the thread's last error: the plugin's own message when
-// it set one, else a generic one naming the backend and operation.
+// turns every status but success (ACCEL_ERROR_NOT_READY included) into the
+// thread's last error: the plugin's own message when it set one, else a
+// generic one naming the backend and operation.
 template <typename Fn>
 accel_status_t call_plugin(const Backend& b, const char* op, Fn&& fn);
 
@@ -24,7 +25,8 @@ template <typename Fn>
 accel_status_t call_plugin(const Backend& b, const char* op, Fn&& fn) {
   begin_plugin_call();
   accel_status_t status = fn();
-  if (status == ACCEL_SUCCESS || status == ACCEL_ERROR_NOT_READY) return status;
+  if (status == ACCEL_SUCCESS) [[likely]]
+    return status;
   return finish_plugin_call(b, op, status);
 }
 

@@ -13,9 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "host_services.hpp"
 #include "log.hpp"
+#include "runtime_version.hpp"
 #include "search_path.hpp"
 
 namespace accel::core {
@@ -46,12 +48,65 @@ std::string file_refusal(const std::string& path, const struct stat& st) {
 }
 
 bool valid_name(const char* name) {
-  if (name == nullptr || *name == '\0' || std::strlen(name) > 64) return false;
+  if (name == nullptr || *name == '\0' || strnlen(name, 65) > 64) return false;
   for (const char* p = name; *p != '\0'; ++p) {
     char c = *p;
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   }
   return true;
+}
+
+// Why a name is refused, echoing what the plugin gave (at most 64 bytes,
+// unprintable bytes escaped) so its author sees the typo.
+std::string name_refusal(const char* name) {
+  if (name == nullptr) return "backend name is NULL; it must be of the form [a-z0-9_]{1,64}";
+  const size_t n = strnlen(name, 65);
+  std::string shown;
+  for (size_t i = 0; i < n && i < 64; ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      shown += static_cast<char>(c);
+    } else {
+      shown += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (n > 64) shown += "...";
+  if (n == 0) return "backend name is empty; it must be of the form [a-z0-9_]{1,64}";
+  return fmt::format("backend name '{}' is not of the form [a-z0-9_]{{1,64}}{}", shown,
+                     n > 64 ? " (longer than 64 bytes)" : "");
+}
+
+// Plugins may use priorities of the in-tree vendor range (>= 100) only from
+// the compiled-in plugins directory or from this build's own plugin folders
+// (what `meson devenv` and the tests point at): a file dropped anywhere else
+// cannot outrank cuda just by saying so.
+constexpr int32_t kThirdPartyPriorityMax = 99;
+
+bool trusted_location(const std::string& resolved_path) {
+  auto under = [&](const std::string& dir) {
+    return !dir.empty() && resolved_path.size() > dir.size() + 1 &&
+           resolved_path.compare(0, dir.size(), dir) == 0 && resolved_path[dir.size()] == '/';
+  };
+  static const std::string plugindir = [] {
+    char* real = realpath(ACCEL_PLUGINDIR, nullptr);
+    std::string out = real != nullptr ? real : ACCEL_PLUGINDIR;
+    free(real);
+    return out;
+  }();
+  if (under(plugindir) && resolved_path.find('/', plugindir.size() + 1) == std::string::npos)
+    return true;
+#ifdef ACCEL_BUILD_ROOT
+  for (const char* sub : {"/backends/", "/plugins/"}) {
+    const std::string tree = std::string(ACCEL_BUILD_ROOT) + sub;
+    // <build>/backends/<name>/<file>.so: one folder per plugin, no deeper.
+    if (resolved_path.compare(0, tree.size(), tree) == 0) {
+      const size_t slash = resolved_path.find('/', tree.size());
+      if (slash != std::string::npos && resolved_path.find('/', slash + 1) == std::string::npos)
+        return true;
+    }
+  }
+#endif
+  return false;
 }
 
 // Names of REQUIRED members that are NULL; empty when all are present.
@@ -120,8 +175,12 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   auto entry = reinterpret_cast<accel_plugin_entry_fn>(sym);
   init_host_services(b);
-  begin_plugin_call();
-  const accel_plugin_api_t* api = entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &b.host);
+  const accel_plugin_api_t* api = nullptr;
+  {
+    LockedCallbackScope in_callback(b, "entry", "discovery");
+    begin_plugin_call();
+    api = entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &b.host);
+  }
   if (api == nullptr) {
     b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){}",
                            ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
@@ -151,12 +210,24 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   std::memcpy(&b.api, api, std::min(api->struct_size, sizeof(accel_plugin_api_t)));
   b.api.struct_size = api->struct_size;
+  // Members after ABI 1.0 count only when struct_size covers all of them:
+  // a size ending inside a pointer must not leave half of one behind.
+  if (api->struct_size < offsetof(accel_plugin_api_t, runtime_version) + sizeof(void*))
+    b.api.runtime_version = nullptr;
   if (!valid_name(b.api.name)) {
-    b.reason = "backend name is missing or not of the form [a-z0-9_]{1,64}";
+    b.reason = name_refusal(b.api.name);
     return;
   }
   b.name = b.api.name;
   b.priority = b.api.priority;
+  if (b.priority > kThirdPartyPriorityMax && !trusted_location(b.path)) {
+    b.priority_note = fmt::format(
+        "priority {} lowered to {}: priorities of 100 and above are kept for plugins installed "
+        "in {}",
+        b.priority, kThirdPartyPriorityMax, ACCEL_PLUGINDIR);
+    log().info("plugin {} ({}): {}", b.path, b.name, b.priority_note);
+    b.priority = kThirdPartyPriorityMax;
+  }
   b.capabilities = b.api.capabilities;
   if (auto m = missing_required(b.api); !m.empty()) {
     b.reason = m;
@@ -173,8 +244,10 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     return;
   }
   b.loaded = true;
+  b.discovered = true;
 
   if (b.api.init != nullptr) {
+    LockedCallbackScope in_callback(b, "init", "discovery");
     begin_plugin_call();
     accel_status_t st = b.api.init();
     if (st != ACCEL_SUCCESS) {
@@ -187,8 +260,12 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     }
   }
   int32_t count = 0;
-  begin_plugin_call();
-  accel_status_t st = b.api.device_count(&count);
+  accel_status_t st = ACCEL_SUCCESS;
+  {
+    LockedCallbackScope in_callback(b, "device_count", "discovery");
+    begin_plugin_call();
+    st = b.api.device_count(&count);
+  }
   if (b.native_current_device() != ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
     b.status = ACCEL_BACKEND_REJECTED;
     b.reason = "the native-current-device capability changed after the entry returned";
@@ -213,6 +290,19 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   b.devices = std::make_unique<DeviceState[]>(static_cast<size_t>(count));
   b.status = count > 0 ? ACCEL_BACKEND_AVAILABLE : ACCEL_BACKEND_NO_DEVICES;
   b.reason = plugin_said(count > 0 ? "" : "the backend reports no devices");
+  {
+    LockedCallbackScope in_callback(b, "runtime_version", "discovery");
+    query_runtime_version(b, /*initialised=*/false);
+  }
+}
+
+// A copy takes its backend name only when it can serve it: init and
+// device_count succeeded (available or no_devices). A copy that could not
+// keeps its own status and reason, and later copies of the name still load;
+// so automatic selection and ACCEL_BACKEND=name see the same one copy.
+bool takes_name(const Backend& b) {
+  return b.loaded &&
+         (b.status == ACCEL_BACKEND_AVAILABLE || b.status == ACCEL_BACKEND_NO_DEVICES);
 }
 
 }  // namespace
@@ -225,11 +315,20 @@ Entries discover_plugins() {
   std::map<std::string, const Backend*> names;
 
   for (const auto& dir : plugin_search_dirs()) {
-    if (!dir.refusal.empty()) {
+    if (!dir.refusal.empty() || !dir.duplicate_of.empty()) {
       auto b = std::make_unique<Backend>();
       b->path = dir.path;
-      b->status = ACCEL_BACKEND_REJECTED;
-      b->reason = dir.refusal;
+      if (!dir.duplicate_of.empty()) {
+        b->status = ACCEL_BACKEND_DUPLICATE;
+        b->reason = fmt::format("{} is the same directory as the earlier entry '{}'; searched once",
+                                dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
+                                             : fmt::format("the plugins directory '{}'", dir.path),
+                                dir.duplicate_of);
+        log().info("{}", b->reason);
+      } else {
+        b->status = ACCEL_BACKEND_REJECTED;
+        b->reason = dir.refusal;
+      }
       entries.push_back(std::move(b));
       continue;
     }
@@ -250,9 +349,18 @@ Entries discover_plugins() {
         b->reason = refusal;
       } else {
         load_candidate(*b, names);
-        if (b->loaded && b->status != ACCEL_BACKEND_DUPLICATE &&
-            b->status != ACCEL_BACKEND_REJECTED)
+        if (!b->priority_note.empty())
+          b->reason = b->reason.empty() ? b->priority_note : b->reason + "; " + b->priority_note;
+        if (takes_name(*b)) {
           names.emplace(b->name, b.get());
+          // Earlier copies that could not serve the name say who does.
+          for (auto& earlier : entries) {
+            if (earlier->loaded && earlier->name == b->name && !takes_name(*earlier)) {
+              earlier->reason += fmt::format(" (backend '{}' is provided by the later copy {})",
+                                             b->name, b->path);
+            }
+          }
+        }
       }
       if (b->status == ACCEL_BACKEND_REJECTED) {
         log().warn("plugin {} rejected: {}", b->path, b->reason);

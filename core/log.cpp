@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <atomic>
 #include <cstdio>
@@ -44,25 +46,44 @@ class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 std::atomic<StderrSink*> g_sink{nullptr};
 
+// Warnings and errors are read by users: one short line each. Debug and
+// trace output is read to reconstruct what the core and the plugins' threads
+// did and when, so those levels add a timestamp (microseconds) and the
+// thread id. spdlog formats per logger, so the configured level chooses.
+constexpr const char* kPattern = "[accel] [%l] %v";
+constexpr const char* kDetailedPattern = "[%Y-%m-%d %H:%M:%S.%f] [accel] [%l] [tid %t] %v";
+
+// ACCEL_LOG_LEVEL in any case ("DEBUG", "Warn"): spdlog's parser knows only
+// the lower-case names.
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 std::shared_ptr<spdlog::logger> make_logger() {
   auto sink = std::make_shared<StderrSink>();
   g_sink.store(sink.get(), std::memory_order_release);
   auto logger = std::make_shared<spdlog::logger>("accel", std::move(sink));
-  logger->set_pattern("[accel] [%l] %v");
+  logger->set_pattern(kPattern);
   auto level = spdlog::level::warn;
   if (const char* env = secure_getenv("ACCEL_LOG_LEVEL"); env != nullptr && *env != '\0') {
     // spdlog's parser maps unknown words to "off"; we keep warn instead and
-    // say so, since a typo should not silence every warning.
-    auto parsed = spdlog::level::from_str(env);
-    if (parsed == spdlog::level::off && std::string_view(env) != "off") {
+    // say so (once: the logger is made once), since a typo should not
+    // silence every warning.
+    const std::string name = lower_ascii(env);
+    auto parsed = spdlog::level::from_str(name);
+    if (parsed == spdlog::level::off && name != "off") {
       logger->set_level(spdlog::level::warn);
       logger->warn("ACCEL_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, "
-                   "critical, off; using warn", env);
+                   "critical, off (in any case); using warn", env);
     } else {
       level = parsed;
     }
   }
   logger->set_level(level);
+  if (level <= spdlog::level::debug) logger->set_pattern(kDetailedPattern);
   logger->flush_on(spdlog::level::warn);
   return logger;
 }

@@ -11,7 +11,9 @@
 namespace accel::core {
 
 // Created on first use; level from ACCEL_LOG_LEVEL (trace, debug, info, warn,
-// error, critical, off; default warn), read with secure_getenv.
+// error, critical, off, in any case; default warn, also after an unknown
+// value, which is warned about once), read with secure_getenv. Lines carry a
+// timestamp and the thread id when the level is debug or trace.
 spdlog::logger& log();
 
 // The lock every log line is written under, or nullptr before the logger

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "fork.hpp"
 #include "host_services.hpp"
@@ -41,12 +42,20 @@ pthread_key_t thread_state_key() {
 void choose_current(Runtime& rt) {
   const char* wanted = secure_getenv("ACCEL_BACKEND");
   if (wanted != nullptr && *wanted != '\0') {
+    // The copy that took the name (loader.cpp: the one automatic selection
+    // would use); failing that, the first copy, whose reason says why.
     Backend* match = nullptr;
     for (auto& b : rt.entries) {
-      if (b->loaded && b->name == wanted && b->status != ACCEL_BACKEND_DUPLICATE) {
+      if (b->loaded && b->name == wanted &&
+          (b->status == ACCEL_BACKEND_AVAILABLE || b->status == ACCEL_BACKEND_NO_DEVICES)) {
         match = b.get();
         break;
       }
+    }
+    for (auto& b : rt.entries) {
+      if (match == nullptr && b->loaded && b->name == wanted &&
+          b->status != ACCEL_BACKEND_DUPLICATE)
+        match = b.get();
     }
     if (match == nullptr) {
       std::vector<std::string> names;
@@ -74,9 +83,18 @@ void choose_current(Runtime& rt) {
     }
   }
   if (rt.current != nullptr) {
+    std::vector<std::string> tied;
+    for (auto& b : rt.entries)
+      if (b->usable() && b.get() != rt.current && b->priority == rt.current->priority)
+        tied.push_back("'" + b->name + "'");
     rt.selection_reason =
         fmt::format("'{}' has the highest priority ({}) among backends with devices",
                     rt.current->name, rt.current->priority);
+    if (!tied.empty()) {
+      rt.selection_reason += fmt::format(
+          "; tied with {} at that priority, the tie broken by name (bytewise order, first wins)",
+          fmt::join(tied, ", "));
+    }
   } else {
     size_t loaded = 0;
     for (auto& b : rt.entries) loaded += b->loaded;
@@ -94,6 +112,16 @@ std::atomic<uint64_t> g_stream_epoch{0};
 constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
 
 Runtime& discover_slow() {
+  // A plugin's entry, init or device_count calling accel: the discovery
+  // lock is this thread's already. Only that thread can get here (the
+  // others wait for the lock), so one stand-in object serves.
+  if (locked_callback().backend != nullptr) [[unlikely]] {
+    static Runtime* reentered = new Runtime();
+    reentered->reentered = true;
+    reentered->selection_reason = reentry_message("accel");
+    fail(ACCEL_ERROR_REENTRANT, reentered->selection_reason);
+    return *reentered;
+  }
   std::lock_guard lock(g_discovery_mutex);
   if (Runtime* r = g_runtime.load(std::memory_order_acquire)) return *r;
   auto* rt = new Runtime();  // lives until process exit, like the plugins
@@ -121,6 +149,7 @@ ThreadState& thread_state_slow() {
 accel_status_t require_current(const char* fn, Backend*& out) {
   Runtime& rt = runtime();
   if (rt.current == nullptr) [[unlikely]] {
+    if (rt.reentered) return fail(ACCEL_ERROR_REENTRANT, reentry_message(fn));
     return failf(ACCEL_ERROR_NO_ACCELERATOR, "{}: no accelerator is available: {}", fn,
                  rt.selection_reason);
   }
@@ -147,18 +176,20 @@ accel_status_t resolve_device(const char* fn, Backend& b, int32_t device, int32_
 accel_status_t ensure_ready_slow(Backend& b) {
   if (b.forked.load(std::memory_order_relaxed)) [[unlikely]] {
     return failf(ACCEL_ERROR_FORKED,
-                 "backend '{}' was initialised before fork() and is not fork-safe; in the child "
-                 "process exec a new program (or use posix_spawn) to use it",
-                 b.name);
+                 "backend '{}' {} and is not fork-safe: in the child process exec a new program "
+                 "(or use posix_spawn) to use it",
+                 b.name, b.forked_reason);
   }
   int state = b.init_state.load(std::memory_order_acquire);
   if (state == 1) [[likely]]
     return ACCEL_SUCCESS;
+  if (auto st = check_reentry("accel"); st != ACCEL_SUCCESS) return st;
   std::lock_guard lock(b.init_mutex);
   state = b.init_state.load(std::memory_order_acquire);
   if (state == 0) {
     accel_status_t st = ACCEL_SUCCESS;
     if (b.api.lazy_init != nullptr) {
+      LockedCallbackScope in_callback(b, "lazy_init", "initialisation");
       begin_plugin_call();
       st = b.api.lazy_init();
       if (st != ACCEL_SUCCESS) {
@@ -203,12 +234,14 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
     out = s;
     return ACCEL_SUCCESS;
   }
+  if (auto st = check_reentry("accel"); st != ACCEL_SUCCESS) return st;
   std::lock_guard lock(b.default_stream_mutex);
   if (accel_stream_s* s = ds.default_stream.load(std::memory_order_acquire)) {
     out = s;
     return ACCEL_SUCCESS;
   }
   accel_plugin_stream_t native = nullptr;
+  LockedCallbackScope in_callback(b, "default_stream", "default-stream");
   auto st = call_plugin(b, "default_stream", [&] { return b.api.default_stream(device, &native); });
   if (st != ACCEL_SUCCESS) return st;
   auto* s = new accel_stream_s();  // lives until exit; never pooled

@@ -17,6 +17,10 @@ struct Runtime {
   std::vector<std::unique_ptr<Backend>> entries;
   Backend* current = nullptr;
   std::string selection_reason;
+  // The stand-in a plugin callback gets when it calls accel during
+  // discovery (callbacks.hpp): empty, and every call that needs a backend
+  // fails with ACCEL_ERROR_REENTRANT.
+  bool reentered = false;
 };
 
 // Set once, by the thread that ran discovery; never reset.

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <set>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -30,7 +30,16 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
     return fmt::format("ACCEL_PLUGIN_PATH entry '{}' does not exist or cannot be read ({})", dir,
                        std::strerror(errno));
   }
-  if (!S_ISDIR(st.st_mode)) return fmt::format("'{}' is not a directory", dir);
+  if (!S_ISDIR(st.st_mode)) {
+    const std::string what =
+        from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir) : fmt::format("'{}'", dir);
+    if (S_ISREG(st.st_mode)) {
+      const auto slash = dir.find_last_of('/');
+      const std::string parent = slash == 0 ? "/" : dir.substr(0, slash);
+      return fmt::format("{} is a file; list its directory ('{}') instead", what, parent);
+    }
+    return fmt::format("{} is not a directory", what);
+  }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return fmt::format("directory '{}' is {}-writable (mode {:04o}); refusing to load plugins "
                        "from it",
@@ -43,9 +52,9 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
 
 std::vector<SearchDir> plugin_search_dirs() {
   std::vector<SearchDir> dirs;
-  std::set<std::string> seen;
+  std::map<std::string, std::string> seen;  // resolved directory -> first spelling
   auto add = [&](std::string path, bool from_env) {
-    SearchDir d{path, {}, from_env};
+    SearchDir d{path, {}, from_env, {}};
     if (from_env && path.front() != '/') {
       d.refusal = fmt::format("ACCEL_PLUGIN_PATH entry '{}' is not absolute; ignored", path);
     } else {
@@ -54,12 +63,13 @@ std::vector<SearchDir> plugin_search_dirs() {
         struct stat st {};
         if (stat(path.c_str(), &st) != 0) return;  // install dir absent
       }
-      // Two spellings of one directory are searched once.
+      // Two spellings of one directory are searched once; the second is
+      // still listed (as a duplicate), never dropped silently.
       if (d.refusal.empty()) {
         char* real = realpath(path.c_str(), nullptr);
         std::string key = real != nullptr ? real : path;
         free(real);
-        if (!seen.insert(key).second) return;
+        if (auto [it, fresh] = seen.emplace(key, path); !fresh) d.duplicate_of = it->second;
       }
     }
     if (!d.refusal.empty()) log().warn("{}", d.refusal);

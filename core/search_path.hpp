@@ -13,6 +13,7 @@ struct SearchDir {
   std::string path;     // as given
   std::string refusal;  // non-empty: why this entry is not searched
   bool from_env = false;
+  std::string duplicate_of;  // non-empty: an earlier entry naming the same directory
 };
 
 std::vector<SearchDir> plugin_search_dirs();

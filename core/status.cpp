@@ -24,6 +24,7 @@ constexpr StatusText kStatus[ACCEL_STATUS_COUNT] = {
     {"ACCEL_ERROR_BACKEND_FAILURE", "the vendor runtime reported an error"},
     {"ACCEL_ERROR_OUT_OF_RANGE", "index out of range"},
     {"ACCEL_ERROR_INTERNAL", "internal error"},
+    {"ACCEL_ERROR_REENTRANT", "called from a plugin callback while the core holds a lock"},
 };
 
 constexpr const char* kBackendStatus[] = {"available", "no_devices", "unavailable", "rejected",

@@ -35,16 +35,10 @@ thread_local int32_t t_device = 0;
 
 accel_status_t init_devices(int32_t expected_count) {
   Driver& d = driver();
-  pid_t counted = counted_with_cuinit_in();
-  if (counted != 0 && counted != getpid()) {
-    return fail(ACCEL_ERROR_FORKED,
-                fmt::format("CUDA was initialised (cuInit) in the parent process while counting "
-                            "devices, because NVML and /proc/driver/nvidia could not count ({}); "
-                            "CUDA cannot be used in a fork()ed child after that: exec a new "
-                            "program (or use posix_spawn) to use CUDA in a child process",
-                            why_counted_with_driver()));
-  }
-  if (counted == 0) {
+  // A fork() child of a process that ran cuInit never gets here: the core
+  // refuses the backend there (the plugin does not declare
+  // ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE after counting with cuInit).
+  if (counted_with_cuinit_in() == 0) {
     CUresult rc = d.cuInit(0);
     if (rc == CUDA_ERROR_STUB_LIBRARY) {
       return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,

@@ -42,10 +42,16 @@ accel_status_t guarded(F&& f) noexcept {
 
 accel_status_t plugin_init() { return guarded([] { return load_driver(); }); }
 
+extern accel_plugin_api_t g_api;
+
 accel_status_t plugin_device_count(int32_t* count) {
   return guarded([&] {
     accel_status_t st = count_devices(count);
     if (st == ACCEL_SUCCESS) g_count = *count;
+    // Counting through NVML or /proc ran no CUDA code: a fork() child may
+    // still initialise CUDA itself. After cuInit it may not (the core
+    // refuses the backend in such a child).
+    if (counted_with_cuinit_in() == 0) g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;
     return st;
   });
 }
@@ -96,6 +102,20 @@ accel_status_t get_device_properties(int32_t device, accel_device_properties_t* 
   });
 }
 
+// cuDriverGetVersion needs no cuInit and no context, so the version is
+// known at discovery and in a fork() child alike.
+accel_status_t plugin_runtime_version(char* buf, size_t size) {
+  return guarded([&] {
+    if (buf == nullptr || size == 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "runtime_version: buf is NULL or size is 0");
+    int version = 0;
+    CUresult rc = driver().cuDriverGetVersion(&version);
+    if (rc != CUDA_SUCCESS) return cuda_fail("cuDriverGetVersion", rc);
+    std::snprintf(buf, size, "CUDA driver %s", version_text(version).c_str());
+    return ACCEL_SUCCESS;
+  });
+}
+
 // Every remaining member: the implementation behind guarded().
 #define ACCEL_CUDA_WRAP(fn, params, args) \
   accel_status_t op_##fn params { return guarded([&] { return fn args; }); }
@@ -129,14 +149,16 @@ ACCEL_CUDA_WRAP(memset_async, (void* dst, int v, size_t n, accel_plugin_stream_t
 ACCEL_CUDA_WRAP(mem_get_info, (int32_t d, size_t* f, size_t* t), (d, f, t))
 #undef ACCEL_CUDA_WRAP
 
-const accel_plugin_api_t g_api = {
+// Not const: device_count adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE.
+accel_plugin_api_t g_api = {
     .struct_size = sizeof(accel_plugin_api_t),
     .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
     .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
     .name = "cuda",
     .priority = 400,
     .capabilities = ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
-                    ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES,
+                    ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
+                    ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT,
     .init = plugin_init,
     .device_count = plugin_device_count,
     .lazy_init = plugin_lazy_init,
@@ -144,6 +166,7 @@ const accel_plugin_api_t g_api = {
     .get_current_device = op_get_current_device,
     .set_current_device = op_set_current_device,
     ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
+    .runtime_version = plugin_runtime_version,
 };
 
 }  // namespace

@@ -1,22 +1,28 @@
-// CUDA_VISIBLE_DEVICES, resolved the way the CUDA runtime does, without the
+// CUDA_VISIBLE_DEVICES, resolved the way the CUDA driver does, without the
 // driver: which physical GPUs (in enumeration order) stay visible. Pure code
-// (no CUDA, no host services), shared with the fake driver and unit-tested.
+// (no CUDA, no host services), unit-tested. The fake driver in tests/fakes
+// has its own implementation, so the two are checked against each other.
 //
-// Rules:
+// Rules (CUDA C++ Programming Guide, "CUDA Environment Variables", unless
+// marked: the driver's undocumented behaviour, as PyTorch's
+// torch/cuda/__init__.py _parse_visible_devices records it):
 //  - unset (NULL): every physical device, in order;
-//  - otherwise a comma-separated list; each entry, with surrounding blanks
-//    trimmed, is
+//  - otherwise a comma-separated sequence of identifiers, enumerated in the
+//    sequence's order; each entry, with surrounding blanks trimmed (driver),
+//    is
 //      * a decimal index ("1", or "1gpu": the leading digits count, as with
-//        strtoul), valid when < the number of physical devices,
-//      * "GPU-<prefix>": the one device whose UUID string starts with it
-//        (case-insensitive); no match or an ambiguous prefix is invalid,
-//      * "MIG-...": needs the driver (resolved = false);
-//      * anything else (empty, negative, text) is invalid;
+//        strtoul (driver)), valid when < the number of physical devices,
+//      * "GPU-<prefix>": the one device whose UUID string starts with it;
+//        no match or a prefix several UUIDs share is invalid (compared
+//        case-insensitively: not documented, NVML prints lower case),
+//      * "MIG-...": a MIG instance, which only the driver can resolve
+//        (resolved = false);
+//      * anything else (empty, negative, signed, text) is invalid;
 //  - parsing stops at the first invalid entry: the entries before it are the
-//    visible devices ("0,7,1" with 2 GPUs shows only device 0);
-//  - a device listed twice makes the whole list empty (no devices), as the
-//    CUDA runtime does;
-//  - the empty string shows no device.
+//    visible devices ("0,2,-1,1" shows devices 0 and 2);
+//  - a device listed twice, by index or UUID, makes the whole list empty (no
+//    devices) (driver);
+//  - the empty string shows no device (driver).
 #pragma once
 
 #include <string>

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "common.hpp"
@@ -22,6 +23,18 @@ std::string g_source;
 
 std::string plural(size_t n, const char* what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+// How the loaded HIP runtime reads HIP_/CUDA_VISIBLE_DEVICES: its release,
+// from the name of the file dlopen() found (symlinks resolved).
+HipRules runtime_rules() {
+  const Runtime& rt = runtime();
+  std::string lib = rt.file.empty() ? rt.name : rt.file;
+  if (char* real = realpath(lib.c_str(), nullptr)) {
+    lib = real;
+    std::free(real);
+  }
+  return hip_rules_for_library(lib);
 }
 
 // The KFD device node: absent, inaccessible, or "" when usable.
@@ -53,9 +66,13 @@ accel_status_t count_from_topology(const std::string& dir, const KfdTopology& t,
   }
   std::vector<std::string> uuids;
   for (const auto& g : t.gpus) uuids.push_back(g.uuid);
-  VisibleDevices vis = resolve_visible_devices(config_env("ROCR_VISIBLE_DEVICES"),
-                                               config_env("HIP_VISIBLE_DEVICES"),
-                                               config_env("CUDA_VISIBLE_DEVICES"), uuids);
+  // The runtime's variables, read as ROCr and HIP read them (getenv and
+  // environ), not as accel configuration: secure_getenv would hide them in
+  // a setuid process where the runtime still applies them.
+  VisibleDevices vis = resolve_visible_devices(std::getenv("ROCR_VISIBLE_DEVICES"),
+                                               std::getenv("HIP_VISIBLE_DEVICES"),
+                                               std::getenv("CUDA_VISIBLE_DEVICES"), uuids,
+                                               runtime_rules());
   *count = static_cast<int32_t>(vis.physical.size());
   if (*count == 0) {
     explain(format("all %s of the KFD topology are hidden: %s", plural(t.gpus.size(), "GPU").c_str(),

@@ -44,14 +44,8 @@ accel_status_t op_device_count(int32_t* count) {
 
 accel_status_t op_lazy_init() {
   return guarded("lazy_init", []() -> accel_status_t {
-    pid_t first = runtime_initialised_in();
-    if (first != 0 && first != getpid()) {
-      return fail(ACCEL_ERROR_FORKED,
-                  format("the HIP runtime was initialised in the parent process (pid %d: %s) "
-                         "before fork(); HIP cannot be used in a fork()ed child: exec a new "
-                         "program (or use posix_spawn) to use the GPU",
-                         static_cast<int>(first), init_reason().c_str()));
-    }
+    // A fork() child of a process whose HIP runtime was initialised never
+    // gets here: the core refuses the backend there (fork.cpp).
     note_runtime_initialised();
     set_init_reason("hipInit ran at the first operation");
     ACCEL_HIP_TRY(hipInit, (0), "[HIP runtime " + runtime_label() + "]");

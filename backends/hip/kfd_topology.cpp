@@ -56,7 +56,10 @@ KfdTopology read_kfd_topology(const std::string& nodes_dir) {
         has_unique = true;
       }
     }
-    if (simd == 0 && gfx == 0) continue;
+    // libhsakmt reads simd_count into NumFComputeCores, and ROCr makes a GPU
+    // agent (and counts a ROCR_VISIBLE_DEVICES index) exactly for the nodes
+    // where it is non-zero.
+    if (simd == 0) continue;
     KfdGpu g;
     g.node = n;
     g.gfx_target_version = gfx;

@@ -2,10 +2,12 @@
 // which nodes are GPUs, read without the HIP runtime (fork-safe). Pure code
 // (no HIP, no host services), unit-tested over fabricated trees.
 //
-// A node is a GPU when its properties say simd_count > 0 or
-// gfx_target_version != 0 (CPU nodes have neither; an APU node has both CPU
-// cores and SIMDs and counts as a GPU, as ROCr does). GPUs are listed in node
-// number order, the order ROCr enumerates its GPU agents. A GPU's UUID is
+// A node is a GPU when its properties say simd_count > 0: ROCr's test
+// (NumFComputeCores != 0, amd_topology.cpp BuildTopology and
+// amd_filter_device.cpp BuildDeviceUuidList), whatever gfx_target_version
+// says; an APU node has both CPU cores and SIMDs and counts as a GPU, as
+// ROCr does. GPUs are listed in node number order, the order ROCr
+// enumerates its GPU agents and numbers ROCR_VISIBLE_DEVICES indices. A GPU's UUID is
 // ROCr's: "GPU-" and unique_id as 16 hex digits ("" when the kernel gives no
 // unique_id).
 #pragma once

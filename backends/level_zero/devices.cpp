@@ -12,7 +12,6 @@ namespace accel_ze {
 
 // Never destroyed: worker and reaper threads may use devices during exit.
 std::vector<Device*>& g_devices = *new std::vector<Device*>();
-std::atomic<bool> g_forked_after_init{false};
 
 namespace {
 
@@ -21,7 +20,7 @@ bool g_counted = false;
 int32_t g_count = 0;
 std::string g_reason;  // why g_count is 0
 
-void after_fork_in_child() { g_forked_after_init.store(true, std::memory_order_relaxed); }
+bool g_ran_zeinit = false;  // discovery called zeInit (see discovery_ran_zeinit)
 
 // zeInitDrivers (loader 1.18+) where the loader has it, else zeInit: both
 // load the drivers named by ZE_ENABLE_ALT_DRIVERS or the known ones. On
@@ -137,11 +136,11 @@ accel_status_t count_once() {
     return ACCEL_SUCCESS;
   }
   // Level Zero cannot count devices without zeInit, which loads the drivers
-  // and (with a real GPU driver) opens the device nodes. From here on a
-  // fork() child must not use the backend: the handler below notes the fork
-  // so that lazy_init in the child refuses with ACCEL_ERROR_FORKED.
-  static const int atfork_registered = pthread_atfork(nullptr, nullptr, after_fork_in_child);
-  (void)atfork_registered;
+  // and (with a real GPU driver) opens the device nodes and starts threads.
+  // From here on a fork() child must not use the backend: the plugin then
+  // does not declare ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE, and the core
+  // refuses it in the child (intel/compute-runtime#954).
+  g_ran_zeinit = true;
 
   std::vector<ze_driver_handle_t> handles;
   std::string call;
@@ -204,6 +203,8 @@ accel_status_t count_once() {
 
 }  // namespace
 
+bool discovery_ran_zeinit() { return g_ran_zeinit; }
+
 Device* device_at(int32_t index) {
   if (index < 0 || static_cast<size_t>(index) >= g_devices.size()) return nullptr;
   return g_devices[static_cast<size_t>(index)];
@@ -226,12 +227,6 @@ accel_status_t op_device_count(int32_t* count) {
 
 accel_status_t op_lazy_init() {
   return guarded("lazy_init", [&]() -> accel_status_t {
-    if (g_forked_after_init.load(std::memory_order_relaxed)) {
-      return fail(ACCEL_ERROR_FORKED,
-                  "Level Zero was initialised (zeInit, while counting devices) before fork(); it "
-                  "is not fork-safe (intel/compute-runtime#954): in the child process exec a new "
-                  "program (or use posix_spawn) to use the level_zero backend");
-    }
     for (Driver* drv : g_drivers) {
       if (drv->context != nullptr) continue;
       ze_context_desc_t desc{};

@@ -62,7 +62,8 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
   X(zeMemAllocDevice) X(zeMemFree)
 
 #define ACCEL_ZE_OPTIONAL(X) \
-  X(zeDevicePciGetPropertiesExt) X(zesDeviceEnumMemoryModules) X(zesMemoryGetState)
+  X(zeDevicePciGetPropertiesExt) X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) \
+  X(zeDriverGetApiVersion)
 
 struct Loader {
   void* handle = nullptr;
@@ -197,8 +198,8 @@ struct Device {
 
 // The enumerated devices (valid after a successful device_count).
 extern std::vector<Device*>& g_devices;
-// Set by a pthread_atfork child handler once zeInit has run in this process.
-extern std::atomic<bool> g_forked_after_init;
+// True once discovery has called zeInit (the process is then fork-unsafe).
+bool discovery_ran_zeinit();
 
 accel_status_t op_device_count(int32_t* count);
 accel_status_t op_lazy_init();

@@ -35,9 +35,10 @@ accel_status_t SlotPool::acquire(SlotRef* out) {
       desc.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
       if (timing_) desc.flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
       desc.count = kPoolSize;
-      ze_device_handle_t dh = dev_->handle;
+      // Visible to every device of the context (no device list), so a
+      // stream of another device of this driver can wait on its events.
       ze_event_pool_handle_t pool = nullptr;
-      ze_result_t r = ze.zeEventPoolCreate(dev_->driver->context, &desc, 1, &dh, &pool);
+      ze_result_t r = ze.zeEventPoolCreate(dev_->driver->context, &desc, 0, nullptr, &pool);
       if (r != ZE_RESULT_SUCCESS)
         return ze_fail("zeEventPoolCreate", r, dev_->driver->handle, "%s, %u %s events",
                        dev_->label(), kPoolSize, timing_ ? "timestamp" : "host-visible");

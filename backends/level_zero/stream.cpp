@@ -205,8 +205,12 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
       rec = e->rec;
     }
     if (!rec) return ACCEL_SUCCESS;  // never recorded: complete
-    if (rec->dev != s->dev)
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH, "stream_wait_event: event of %s, stream of %s",
+    // Devices of one driver share its context, so a command list of one can
+    // wait on another's event natively. Two drivers share nothing.
+    if (rec->dev->driver != s->dev->driver)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "stream_wait_event: event of %s, stream of %s: devices of different Level "
+                  "Zero drivers share no context; synchronize the event on the host first",
                   rec->dev->label(), s->dev->label());
     std::lock_guard lock(s->mu);
     prune_held(s);

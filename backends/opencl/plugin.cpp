@@ -14,8 +14,45 @@
 // No native current device: OpenCL has none.
 #include "ocl.hpp"
 
+#include <cstdio>
+#include <cstring>
+
 namespace accel_ocl {
 namespace {
+
+std::string platform_info(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+// Every platform the ICD loader found, listed devices or not: its name and
+// CL_PLATFORM_VERSION ("OpenCL 3.0 <vendor's version text>"). Info queries
+// only, no context.
+accel_status_t op_runtime_version(char* buf, size_t size) {
+  return guarded("runtime_version", [&]() -> accel_status_t {
+    if (buf == nullptr || size == 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "runtime_version: buf is NULL or size is 0");
+    cl_uint n = 0;
+    cl_int err = clGetPlatformIDs(0, nullptr, &n);
+    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && n == 0))
+      return fail(ACCEL_ERROR_NOT_SUPPORTED, "no OpenCL platform");
+    if (err != CL_SUCCESS) return cl_fail("clGetPlatformIDs", err);
+    std::vector<cl_platform_id> plats(n);
+    err = clGetPlatformIDs(n, plats.data(), nullptr);
+    if (err != CL_SUCCESS) return cl_fail("clGetPlatformIDs", err);
+    std::string text;
+    for (cl_platform_id p : plats) {
+      if (!text.empty()) text += "; ";
+      text += platform_info(p, CL_PLATFORM_NAME) + ": " + platform_info(p, CL_PLATFORM_VERSION);
+    }
+    std::snprintf(buf, size, "%s", text.c_str());
+    return ACCEL_SUCCESS;
+  });
+}
 
 accel_plugin_api_t g_api = {
     .struct_size = sizeof(accel_plugin_api_t),
@@ -25,7 +62,8 @@ accel_plugin_api_t g_api = {
     .priority = 100,
     // STREAM_PRIORITIES is added by device_count when a listed device has
     // cl_khr_priority_hints; without it a priority is recorded as a hint only.
-    .capabilities = ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS,
+    .capabilities = ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
+                    ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT,
     .init = nullptr,
     .device_count = op_device_count,
     .lazy_init = op_lazy_init,
@@ -33,6 +71,7 @@ accel_plugin_api_t g_api = {
     .get_current_device = nullptr,
     .set_current_device = nullptr,
     ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
+    .runtime_version = op_runtime_version,
 };
 
 }  // namespace

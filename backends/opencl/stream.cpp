@@ -429,9 +429,40 @@ accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
   return guarded("stream_synchronize", [&]() -> accel_status_t { return finish(as_stream(stream)); });
 }
 
+namespace {
+
+// A wait on a record of another device. Each device has its own context and
+// an OpenCL event cannot be waited on from a queue of another context, so
+// the wait happens on the host: a host-function step (which holds back the
+// stream's later work, see hostfn.cpp) that blocks on its plugin worker
+// until the record is submitted and its marker complete.
+struct CrossDeviceWait {
+  std::shared_ptr<Record> rec;
+};
+
+void cross_device_wait(void* p) {
+  std::unique_ptr<CrossDeviceWait> w(static_cast<CrossDeviceWait*>(p));
+  cl_event ev = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(w->rec->mu);
+    w->rec->cv.wait(lock, [&] { return w->rec->submitted; });
+    ev = w->rec->ev;
+    if (ev) clRetainEvent(ev);
+  }
+  if (ev == nullptr) return;  // its submission failed; reported on its stream
+  cl_int err = clWaitForEvents(1, &ev);
+  if (err != CL_SUCCESS)
+    log_msg(ACCEL_LOG_WARN, "stream_wait_event across devices: clWaitForEvents failed: %s (%d)",
+            cl_error_name(err), static_cast<int>(err));
+  clReleaseEvent(ev);
+}
+
+}  // namespace
+
 accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_event_t event) {
   return guarded("stream_wait_event", [&]() -> accel_status_t {
     auto* e = static_cast<Event*>(event);
+    Stream* s = as_stream(stream);
     Op op;
     op.kind = Op::WaitRecord;
     {
@@ -439,7 +470,18 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
       op.rec = e->rec;  // the record at the time of the call
     }
     if (!op.rec) return ACCEL_SUCCESS;  // never recorded: complete
-    return stream_enqueue(as_stream(stream), std::move(op));
+    if (e->dev != s->dev) {
+      auto w = std::make_unique<CrossDeviceWait>();
+      w->rec = std::move(op.rec);
+      Op step;
+      step.kind = Op::HostFn;
+      step.fn = cross_device_wait;
+      step.user_data = w.get();
+      accel_status_t st = stream_enqueue(s, std::move(step));
+      if (st == ACCEL_SUCCESS) w.release();  // cross_device_wait owns it now
+      return st;
+    }
+    return stream_enqueue(s, std::move(op));
   });
 }
 

@@ -84,12 +84,17 @@ typedef enum accel_status {
   ACCEL_ERROR_OUT_OF_RANGE = 13,
   /* A bug in accel or a plugin broke an internal invariant. */
   ACCEL_ERROR_INTERNAL = 14,
+  /* The public API was called from a plugin callback that runs while the
+   * core holds one of its locks (a plugin's entry, init, device_count,
+   * lazy_init or default_stream): answering would deadlock. Plugins must not
+   * call the public API from their callbacks (accel_plugin.h). */
+  ACCEL_ERROR_REENTRANT = 15,
   /* Fixes the enum's size at 32 bits (Vulkan's rule); never returned. */
   ACCEL_STATUS_FORCE_INT32 = 0x7fffffff
 } accel_status_t;
 
 /* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid. */
-#define ACCEL_STATUS_COUNT 15
+#define ACCEL_STATUS_COUNT 16
 
 /* Symbolic name of a status ("ACCEL_ERROR_INVALID_DEVICE"); for an unknown
  * value returns "ACCEL_STATUS_UNKNOWN". Never NULL, static storage,
@@ -103,10 +108,19 @@ ACCEL_API const char* accel_status_message(accel_status_t status);
 
 /* Detail of the most recent failure on the calling thread: which backend,
  * which call, vendor code and text, and what the valid range was. Empty
- * string ("") if no call on this thread has failed yet. Successful calls do
- * not clear it. The pointer stays valid until the next accel call on the same
- * thread. Never NULL. Semantics after UR's urAdapterGetLastError. */
+ * string ("") if no call on this thread has failed yet. Every call that
+ * returns a status other than ACCEL_SUCCESS sets it (ACCEL_ERROR_NOT_READY
+ * included), so it always describes the most recent non-success status;
+ * successful calls leave it as it was (accel_clear_last_error() empties it).
+ * The pointer stays valid until the next accel call on the same thread.
+ * Never NULL. Thread-safe (per-thread). Semantics after UR's
+ * urAdapterGetLastError. */
 ACCEL_API const char* accel_last_error(void);
+
+/* Empties the calling thread's last-error detail, so a later
+ * accel_last_error() shows only what failed after this call. Never fails;
+ * thread-safe (per-thread). */
+ACCEL_API void accel_clear_last_error(void);
 
 /* Library version string ("0.1.0"). Never NULL, static storage. */
 ACCEL_API const char* accel_version(void);
@@ -245,10 +259,15 @@ ACCEL_API accel_status_t accel_stream_synchronize(accel_stream_t stream);
 
 /* Makes all future work queued on `stream` wait until `event` completes (the
  * event's last record at the time of this call). Does not block the host. A
- * never-recorded event is complete, so this is then a no-op. Statuses:
- * ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_DEVICE_MISMATCH (event of another
- * backend or device; the message names both), ACCEL_ERROR_NOT_SUPPORTED,
- * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuStreamWaitEvent. */
+ * never-recorded event is complete, so this is then a no-op. The event may be
+ * of another device of the same backend when the backend declares
+ * ACCEL_CAP_CROSS_DEVICE_WAIT (every in-tree backend does): that is how work
+ * is ordered across devices, as cuStreamWaitEvent and torch's
+ * Stream.wait_event do. Statuses: ACCEL_ERROR_INVALID_ARGUMENT,
+ * ACCEL_ERROR_DEVICE_MISMATCH (event of another backend, or of another
+ * device on a backend without ACCEL_CAP_CROSS_DEVICE_WAIT; the message names
+ * both), ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuStreamWaitEvent. */
 ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t event);
 
 /* Stores the device index of the stream in *device. Statuses:
@@ -360,7 +379,9 @@ typedef enum accel_memcpy_kind {
 /* Queues a copy of `bytes` bytes from `src` to `dst` on `stream` (NULL: the
  * current stream of the current device). Device pointers must lie, with all
  * `bytes`, inside live allocations of the stream's device; host memory must
- * stay valid and unchanged until the copy completes. bytes == 0 is a no-op.
+ * stay valid and unchanged until the copy completes. bytes == 0 is a no-op
+ * that succeeds whatever dst and src are (NULL included; CUDA and HIP do the
+ * same), once the stream is valid.
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL pointer, bad kind, range
  * outside an allocation), ACCEL_ERROR_DEVICE_MISMATCH (device pointer of
  * another device), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_NOT_SUPPORTED,
@@ -453,6 +474,14 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 #define ACCEL_CAP_TIMING_EVENTS (1u << 2)
 #define ACCEL_CAP_HOST_FUNCTIONS (1u << 3)
 #define ACCEL_CAP_STREAM_PRIORITIES (1u << 4)
+/* Discovery (the plugin's init and device_count) started no vendor thread
+ * and left no vendor state that a fork() child cannot use: a child of a
+ * process that only counted devices may use the backend. Without it, the
+ * core refuses the backend in such a child with ACCEL_ERROR_FORKED. */
+#define ACCEL_CAP_DISCOVERY_FORK_SAFE (1u << 5)
+/* accel_stream_wait_event accepts an event of another device of the same
+ * backend (cuStreamWaitEvent's and torch's Stream.wait_event semantics). */
+#define ACCEL_CAP_CROSS_DEVICE_WAIT (1u << 6)
 
 typedef struct accel_backend_info_s {
   size_t struct_size;            /* set by the caller: sizeof(accel_backend_info_t) */
@@ -466,6 +495,16 @@ typedef struct accel_backend_info_s {
   int32_t device_count;          /* 0 unless loaded */
   uint32_t capabilities;         /* ACCEL_CAP_* */
   int32_t is_current;            /* 1 for the current accelerator */
+  /* The vendor driver or runtime version, as the plugin words it: one line
+   * for people, e.g. "CUDA driver 12.4 (12040)", not meant to be parsed.
+   * Never NULL; once non-empty it never changes. "" when unknown: the
+   * candidate did not load, its init or device_count failed, its plugin has
+   * no runtime_version (ABI 1.0 plugins: abi_minor 0) or could not tell,
+   * or the vendor tells only from an initialised runtime and the backend
+   * has not been initialised yet (hip: asked again on a later call once an
+   * operation initialised it). Written only when struct_size covers the
+   * whole member (callers built against an older accel.h never get it). */
+  const char* runtime_version;
 } accel_backend_info_t;
 
 /* Number of entries recorded by discovery: every plugin candidate found and
@@ -473,8 +512,10 @@ typedef struct accel_backend_info_s {
 ACCEL_API size_t accel_backend_count(void);
 
 /* Fills *info for entry `index`. Strings are owned by the library and valid
- * until process exit. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (info NULL or
- * struct_size too small), ACCEL_ERROR_OUT_OF_RANGE (index >= count). */
+ * until process exit. Never initialises a backend; it may ask an
+ * initialised one for its runtime_version. Thread-safe. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (info NULL or struct_size too small),
+ * ACCEL_ERROR_OUT_OF_RANGE (index >= count). */
 ACCEL_API accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /*
- * accel.hpp - header-only C++20 layer over accel.h.
+ * accel.hpp - header-only C++17 layer over accel.h (C++20 works as well).
  *
  * Everything here is a thin inline wrapper: every operation is one or two
  * calls of the C API in accel.h, whose comments are the reference for
@@ -17,8 +17,9 @@
  *    also when an exception unwinds;
  *  - std::optional<int> where the C API takes "a negative index means the
  *    current device" (an empty optional is torch's None);
- *  - any callable as a host function, std::span for copies,
- *    std::chrono::duration for elapsed times.
+ *  - any callable as a host function, HostSpan (a pointer and a count, made
+ *    from std::vector, std::array, C arrays and, in C++20, std::span) for
+ *    copies, std::chrono::duration for elapsed times.
  *
  * Errors that cannot be thrown (a destructor failing to destroy or restore
  * something, an exception escaping a host function on a backend thread) go
@@ -32,14 +33,17 @@
  * guards act on the thread that constructs them and must be destroyed on that
  * thread.
  *
- * Requires C++20 (std::span, designated initialisers in the examples).
+ * Requires C++17, the language of most CUDA, HIP and SYCL code bases; the
+ * same calls compile as C++20, where std::span arguments are accepted too.
+ * (The README's examples use C++20 designated initialisers; in C++17 write
+ * accel::EventOptions{true} for {.enable_timing = true}.)
  * Names follow torch.accelerator and torch.Stream / torch.Event.
  */
 #ifndef ACCEL_ACCEL_HPP
 #define ACCEL_ACCEL_HPP
 
-#if __cplusplus < 202002L
-#error "accel.hpp needs C++20 (-std=c++20); from C or older C++ use accel.h"
+#if __cplusplus < 201703L
+#error "accel.hpp needs C++17 or later (-std=c++17); from C or older C++ use accel.h"
 #endif
 
 #include <accel/accel.h>
@@ -51,15 +55,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+/* std::span exists only from C++20 on; HostSpan accepts it there. */
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <span>
+#endif
 
 namespace accel {
 
@@ -69,9 +78,13 @@ namespace accel {
 
 /* A failed accel call. status() is the C status; message() is the calling
  * thread's accel_last_error() detail at the time of the failure (backend,
- * vendor call, vendor code, valid range); what() is
- * "<operation>: <STATUS_NAME>: <message>". Never thrown for
- * ACCEL_ERROR_NOT_READY by query() functions: they return false instead. */
+ * vendor call, vendor code, valid range), verbatim; what() is
+ * "<operation>: <STATUS_NAME>: <detail>", where <detail> is message()
+ * without its leading "<operation>: " (accel_last_error() texts start with
+ * the function's name), so the operation is named once. Never thrown for
+ * ACCEL_ERROR_NOT_READY by query() functions: they return false instead.
+ * Immutable after construction: its const members are safe from any
+ * thread. */
 class Error : public std::runtime_error {
  public:
   Error(accel_status_t status, std::string message, std::string_view operation = {})
@@ -93,14 +106,23 @@ class Error : public std::runtime_error {
  private:
   static std::string compose(accel_status_t status, const std::string& message,
                              std::string_view operation) {
+    std::string_view detail = message;
     std::string s;
     if (!operation.empty()) {
       s.append(operation);
       s += ": ";
+      // The C detail already starts with the function's name: what() puts
+      // the operation first for every error, so drop the second copy.
+      if (detail.size() > operation.size() &&
+          detail.compare(0, operation.size(), operation) == 0 &&
+          detail[operation.size()] == ':') {
+        detail.remove_prefix(operation.size() + 1);
+        while (!detail.empty() && detail.front() == ' ') detail.remove_prefix(1);
+      }
     }
     s += accel_status_name(status);
     s += ": ";
-    s += message;
+    s.append(detail);
     return s;
   }
 
@@ -316,7 +338,8 @@ class Event {
  public:
   /* accel_event_create. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when timing
    * is asked of a backend without timing events, ACCEL_ERROR_INVALID_DEVICE,
-   * ...). Usage: accel::Event start({.enable_timing = true}); */
+   * ...). Usage: accel::Event start({.enable_timing = true}); (C++20) or
+   * accel::Event start(accel::EventOptions{true}); (C++17). */
   explicit Event(EventOptions options = {}) {
     detail::check(accel_event_create(detail::c_device(options.device),
                                      options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING
@@ -503,7 +526,7 @@ class Stream {
    * ACCEL_ERROR_DEVICE_MISMATCH, as the C API rules). */
   void wait(const Stream& other) const {
     if (other.handle_ == handle_ && handle_ != nullptr) return;  // in order already
-    Event marker({.enable_timing = false, .device = other.device()});
+    Event marker(EventOptions{false, other.device()});
     marker.record(other);
     wait(marker);
   }
@@ -516,7 +539,7 @@ class Stream {
   /* A new event of this stream's device, recorded here
    * (torch.Stream.record_event). */
   Event record_event(bool enable_timing = false) const {
-    Event e({.enable_timing = enable_timing, .device = device()});
+    Event e(EventOptions{enable_timing, device()});
     record(e);
     return e;
   }
@@ -566,10 +589,11 @@ class Stream {
     return std::exchange(handle_, nullptr);
   }
 
-  /* Same handle. */
+  /* Same handle. (!= is spelled out: C++17 does not derive it from ==.) */
   friend bool operator==(const Stream& a, const Stream& b) noexcept {
     return a.handle_ == b.handle_;
   }
+  friend bool operator!=(const Stream& a, const Stream& b) noexcept { return !(a == b); }
 
  private:
   Stream(accel_stream_t handle, bool owning) noexcept : handle_(handle), owning_(owning) {}
@@ -649,6 +673,102 @@ class StreamGuard {
 /* Memory                                                                     */
 /* ------------------------------------------------------------------------ */
 
+template <class T>
+class DeviceBuffer;
+template <class T>
+class HostSpan;
+
+namespace detail {
+
+template <class T>
+using remove_cvref_t = std::remove_cv_t<std::remove_reference_t<T>>;
+
+/* Types whose data() is device memory: never a host range. */
+template <class C>
+struct is_device_buffer : std::false_type {};
+template <class T>
+struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
+
+/* Views: a temporary of one still refers to memory that outlives it, so it
+ * may be written through (std::span's borrowed ranges). */
+template <class C>
+struct is_host_view : std::false_type {};
+template <class T>
+struct is_host_view<HostSpan<T>> : std::true_type {};
+#ifdef __cpp_lib_span
+template <class T, std::size_t Extent>
+struct is_host_view<std::span<T, Extent>> : std::true_type {};
+#endif
+
+/* Whether P, the type of std::data() of a range, points to elements a
+ * HostSpan<T> may view: T itself up to added const (no derived-to-base, no
+ * conversions of values). */
+template <class P, class T>
+struct is_element_pointer_for : std::false_type {};
+template <class U, class T>
+struct is_element_pointer_for<U*, T> : std::is_convertible<U (*)[], T (*)[]> {};
+
+/* Whether HostSpan<T> can view a C (a forwarding reference's type: an
+ * lvalue reference for an lvalue): a contiguous range (std::data and
+ * std::size work on it) of suitable elements, not device memory, not
+ * HostSpan<T> itself (its copy constructor does that), and, for writable T,
+ * not a temporary container. */
+template <class T, class C, class = void>
+struct is_host_range_for : std::false_type {};
+template <class T, class C>
+struct is_host_range_for<
+    T, C,
+    std::void_t<decltype(std::data(std::declval<std::remove_reference_t<C>&>())),
+                decltype(std::size(std::declval<std::remove_reference_t<C>&>()))>>
+    : std::bool_constant<
+          is_element_pointer_for<decltype(std::data(std::declval<std::remove_reference_t<C>&>())),
+                                 T>::value &&
+          !is_device_buffer<remove_cvref_t<C>>::value &&
+          !std::is_same_v<remove_cvref_t<C>, HostSpan<T>> &&
+          (std::is_lvalue_reference_v<C> || std::is_const_v<T> ||
+           is_host_view<remove_cvref_t<C>>::value)> {};
+
+}  // namespace detail
+
+/* A view of size() elements of T in host memory: a pointer and a count, the
+ * host side of DeviceBuffer's copies (std::span's role, in C++17 too). It
+ * owns nothing: the memory must stay valid, and for a copy to the device
+ * unchanged, until the copy completes (synchronize its stream or an event
+ * recorded after it).
+ *
+ * Made implicitly from {pointer, count}, a C array, std::vector,
+ * std::array, std::string and any contiguous container with data() and
+ * size(), from another HostSpan, and in C++20 from std::span. As with
+ * std::span, a HostSpan of non-const T (a copy's destination) is made only
+ * from an lvalue container or a view, never from a temporary container that
+ * would be written and then lost; a DeviceBuffer (device memory) is never
+ * accepted. All members are constexpr and noexcept; it is a value type with
+ * no thread-safety concerns of its own. */
+template <class T>
+class HostSpan {
+ public:
+  using element_type = T;
+
+  /* An empty view (data() is nullptr). */
+  constexpr HostSpan() noexcept = default;
+  /* `count` elements from `first` (may be nullptr when count is 0). */
+  constexpr HostSpan(T* first, std::size_t count) noexcept : data_(first), size_(count) {}
+  /* All of `range` (see above for what qualifies). */
+  template <class C, std::enable_if_t<detail::is_host_range_for<T, C&&>::value, int> = 0>
+  constexpr HostSpan(C&& range) noexcept(noexcept(std::data(range)) && noexcept(std::size(range)))
+      : data_(std::data(range)), size_(static_cast<std::size_t>(std::size(range))) {}
+
+  /* First element, element count, size in bytes, emptiness. */
+  constexpr T* data() const noexcept { return data_; }
+  constexpr std::size_t size() const noexcept { return size_; }
+  constexpr std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  constexpr bool empty() const noexcept { return size_ == 0; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 /* A typed, move-only allocation of device memory (accel_malloc / accel_free)
  * holding size() elements of T. T must be trivially copyable: the bytes are
  * moved by memcpy-like copies, no constructor ever runs on the device.
@@ -718,31 +838,40 @@ class DeviceBuffer {
   /* Device the memory lives on (-1 for a default-constructed buffer). */
   int device() const noexcept { return device_; }
 
-  /* Queues a host-to-device copy of `src` into elements
-   * [offset, offset + src.size()) on `stream`. Throws Error
-   * (ACCEL_ERROR_INVALID_ARGUMENT when the range does not fit,
-   * ACCEL_ERROR_DEVICE_MISMATCH when the stream is of another device, ...). */
-  void copy_from(std::span<const T> src, const Stream& stream, std::size_t offset = 0) {
+  /* Queues a host-to-device copy of `src` (a std::vector, std::array, C
+   * array, {pointer, count}, std::span in C++20: see HostSpan) into
+   * elements [offset, offset + src.size()) on `stream`; offset and size
+   * count elements. Asynchronous: `src` must stay valid and unchanged until
+   * the stream is synchronized. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT
+   * when the range does not fit, ACCEL_ERROR_DEVICE_MISMATCH when the stream
+   * is of another device, ...). Thread-safety: as accel_memcpy_async. */
+  void copy_from(HostSpan<const T> src, const Stream& stream, std::size_t offset = 0) {
     check_range(offset, src.size(), "DeviceBuffer::copy_from");
     if (src.empty()) return;
     detail::check(accel_memcpy_async(ptr_ + offset, src.data(), src.size_bytes(),
                                      ACCEL_MEMCPY_HOST_TO_DEVICE, stream.handle()),
                   "accel_memcpy_async");
   }
-  void copy_from(std::span<const T> src, std::size_t offset = 0) {
+  /* As above, on the calling thread's current stream of the buffer's
+   * device. */
+  void copy_from(HostSpan<const T> src, std::size_t offset = 0) {
     copy_from(src, Stream::current(device_), offset);
   }
 
   /* Queues a device-to-host copy of elements [offset, offset + dst.size())
-   * into `dst` on `stream`. */
-  void copy_to(std::span<T> dst, const Stream& stream, std::size_t offset = 0) const {
+   * into `dst` (writable host memory, see HostSpan) on `stream`. `dst` holds
+   * the data only once the stream is synchronized. Throws Error as
+   * copy_from. */
+  void copy_to(HostSpan<T> dst, const Stream& stream, std::size_t offset = 0) const {
     check_range(offset, dst.size(), "DeviceBuffer::copy_to");
     if (dst.empty()) return;
     detail::check(accel_memcpy_async(dst.data(), ptr_ + offset, dst.size_bytes(),
                                      ACCEL_MEMCPY_DEVICE_TO_HOST, stream.handle()),
                   "accel_memcpy_async");
   }
-  void copy_to(std::span<T> dst, std::size_t offset = 0) const {
+  /* As above, on the calling thread's current stream of the buffer's
+   * device. */
+  void copy_to(HostSpan<T> dst, std::size_t offset = 0) const {
     copy_to(dst, Stream::current(device_), offset);
   }
 

@@ -20,12 +20,27 @@
  *    and not yet destroyed (the core tracks handle liveness).
  *  - Every operation may be called from any thread concurrently unless its
  *    comment says otherwise.
+ *  - Never call the public accel API (accel.h) from a callback. The entry,
+ *    init, device_count, lazy_init and default_stream run while the core
+ *    holds a lock; a public call from them fails with ACCEL_ERROR_REENTRANT
+ *    (it would deadlock), and from any other callback its result is
+ *    undefined. Host functions (user code the plugin runs) may call it.
+ *  - Fork: the core alone decides what a fork() child may use (see
+ *    ACCEL_PLUGIN_CAP_FORK_SAFE and ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE);
+ *    plugins need no pthread_atfork handler of their own.
  *
  * Versioning (PJRT style): struct_size comes first; members are only appended.
  * The core refuses a plugin whose abi_major differs from its own, reads no
  * member past struct_size, and treats a NULL optional member as "not
  * supported". Members marked REQUIRED must be non-NULL or the plugin is
- * rejected.
+ * rejected. A minor version appends optional members only, so a plugin built
+ * for an older minor (shorter struct_size) loads unchanged: the core treats
+ * the members it lacks as NULL.
+ *
+ * Changelog (bump ACCEL_PLUGIN_ABI_MINOR and add a line for every member
+ * appended; ACCEL_PLUGIN_API_V1_SIZE stays the 1.0 size):
+ *  1.0: everything up to mem_get_info.
+ *  1.1: runtime_version.
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
@@ -40,7 +55,7 @@ extern "C" {
 #endif
 
 #define ACCEL_PLUGIN_ABI_MAJOR 1u
-#define ACCEL_PLUGIN_ABI_MINOR 0u
+#define ACCEL_PLUGIN_ABI_MINOR 1u
 
 /* The entry symbol's name, as an identifier and as a string for dlsym. */
 #define ACCEL_PLUGIN_ENTRY accel_plugin_get_api
@@ -96,6 +111,15 @@ struct accel_host_services {
 #define ACCEL_PLUGIN_CAP_TIMING_EVENTS ACCEL_CAP_TIMING_EVENTS
 #define ACCEL_PLUGIN_CAP_HOST_FUNCTIONS ACCEL_CAP_HOST_FUNCTIONS
 #define ACCEL_PLUGIN_CAP_STREAM_PRIORITIES ACCEL_CAP_STREAM_PRIORITIES
+/* init and device_count started no vendor thread and left no vendor state a
+ * fork() child cannot use (counting through sysfs, NVML, a file...). Without
+ * it, a child of a process that only counted devices gets
+ * ACCEL_ERROR_FORKED from the core for every operation of this backend: the
+ * core's one fork rule (it never asks the plugin). Set it after counting,
+ * from device_count, when it depends on how the plugin counted. */
+#define ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE ACCEL_CAP_DISCOVERY_FORK_SAFE
+/* stream_wait_event accepts an event of another device of this backend. */
+#define ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT ACCEL_CAP_CROSS_DEVICE_WAIT
 
 /* Opaque plugin-owned objects. */
 typedef void* accel_plugin_stream_t;
@@ -165,14 +189,29 @@ typedef struct accel_plugin_api {
   /* REQUIRED. The device's default stream, owned by the plugin, the same
    * handle on every call, never destroyed by the core. */
   accel_status_t (*default_stream)(int32_t device, accel_plugin_stream_t* stream);
-  /* REQUIRED. ACCEL_SUCCESS when idle, ACCEL_ERROR_NOT_READY when busy. */
+  /* REQUIRED. ACCEL_SUCCESS when idle, ACCEL_ERROR_NOT_READY when busy.
+   * A completed event record leaves its stream idle: once the stream's last
+   * record has completed (event_query or event_synchronize said so) and
+   * nothing was queued after it, this answers ACCEL_SUCCESS, with no window
+   * where the record is done but the stream still counts it as running.
+   * Callers synchronize an event and then expect its stream to be free
+   * (accel-conformance checks it 300 times in a row). */
   accel_status_t (*stream_query)(accel_plugin_stream_t stream);
   /* REQUIRED. */
   accel_status_t (*stream_synchronize)(accel_plugin_stream_t stream);
-  /* Optional. Future work on `stream` waits for the event's current record.
-   * Both are of the same device (checked by the core). */
+  /* Optional. Future work on `stream` waits for the event's current record
+   * (captured now: a later re-record does not change what is waited for).
+   * Both are of the same device, unless the plugin declares
+   * ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT: then the event may be of any device
+   * of this backend (the core checks one or the other). */
   accel_status_t (*stream_wait_event)(accel_plugin_stream_t stream, accel_plugin_event_t event);
-  /* Optional. Run fn(user_data) in stream order on a plugin thread. */
+  /* Optional. Run fn(user_data) in stream order on a plugin thread. Must
+   * queue fn and return at once, never run it before returning (the caller
+   * may hold locks fn needs, or block the stream with fn and release it only
+   * after this returns). fn is the core's trampoline: it lets the core
+   * refuse a synchronize that fn would make wait for itself, the same way on
+   * every backend. accel-conformance fails a launch that has not returned
+   * within 1 s: "host functions must be queued, not run inline". */
   accel_status_t (*launch_host_func)(accel_plugin_stream_t stream, accel_host_fn fn,
                                      void* user_data);
 
@@ -181,7 +220,9 @@ typedef struct accel_plugin_api {
   /* flags: ACCEL_EVENT_*. The core tracks "never recorded" itself. */
   accel_status_t (*event_create)(int32_t device, uint32_t flags, accel_plugin_event_t* event);
   accel_status_t (*event_destroy)(accel_plugin_event_t event);
-  /* Stream and event are of the same device (checked by the core). */
+  /* Stream and event are of the same device (checked by the core). The
+   * record completes once the work queued before it has, and once complete
+   * it leaves its stream idle (see stream_query). */
   accel_status_t (*event_record)(accel_plugin_event_t event, accel_plugin_stream_t stream);
   /* ACCEL_SUCCESS complete, ACCEL_ERROR_NOT_READY pending. */
   accel_status_t (*event_query)(accel_plugin_event_t event);
@@ -203,9 +244,46 @@ typedef struct accel_plugin_api {
   accel_status_t (*memset_async)(void* dst, int value, size_t bytes,
                                  accel_plugin_stream_t stream);
   accel_status_t (*mem_get_info)(int32_t device, size_t* free_bytes, size_t* total_bytes);
+
+  /* --- ABI 1.1 ------------------------------------------------------------ */
+
+  /* Optional (NULL, or a 1.0 plugin whose struct_size ends before it: the
+   * core then reports the version as unknown). Writes the vendor driver or
+   * runtime version, one line of UTF-8 for people, into `buf`, e.g.
+   * "CUDA driver 12.4 (12040)" (cuDriverGetVersion), "HIP runtime 6.0.32830"
+   * (hipRuntimeGetVersion), the Level Zero driver version and API version
+   * (zeDriverGetProperties, zeDriverGetApiVersion), the OpenCL platforms'
+   * names and CL_PLATFORM_VERSION. accel_get_backend_info shows it as
+   * accel_backend_info_t.runtime_version.
+   *
+   * When: only after init (when set) and device_count succeeded, from any
+   * thread, possibly concurrently. The core asks at discovery, right after
+   * device_count and under the discovery lock, and, if the answer was
+   * ACCEL_ERROR_NOT_READY, again once lazy_init has succeeded. It must not
+   * create a vendor context or otherwise initialise the vendor runtime where
+   * the vendor can tell its version without that (cuDriverGetVersion needs
+   * no cuInit; platform and driver queries need no OpenCL or Level Zero
+   * context): at discovery the rules of device_count hold, fork safety
+   * included.
+   *
+   * Output: `size` >= 1 bytes at `buf` (the core passes at least 256). Write
+   * a NUL-terminated string of at most size - 1 bytes; longer text is cut
+   * at size - 1 bytes and still ACCEL_SUCCESS (snprintf's rule). Nothing
+   * written is used on any other status.
+   *
+   * Statuses: ACCEL_SUCCESS; ACCEL_ERROR_NOT_READY when only an initialised
+   * vendor runtime can tell and it is not initialised yet (the core asks
+   * again after lazy_init); ACCEL_ERROR_NOT_SUPPORTED when the version
+   * cannot be known in this process (vendor runtime never loaded, no
+   * driver); ACCEL_ERROR_BACKEND_FAILURE (set_error naming the vendor call)
+   * when the vendor query failed. The core keeps the first ACCEL_SUCCESS
+   * answer for the life of the process. */
+  accel_status_t (*runtime_version)(char* buf, size_t size);
 } accel_plugin_api_t;
 
-/* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info). */
+/* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):
+ * the smallest struct_size the core accepts. Members after it are optional
+ * and read only when the plugin's struct_size covers them. */
 #define ACCEL_PLUGIN_API_V1_SIZE \
   (offsetof(accel_plugin_api_t, mem_get_info) + sizeof(void*))
 

@@ -780,10 +780,8 @@ accel_status_t sim_stream_wait_event(accel_plugin_stream_t stream,
                   stream == nullptr ? "stream" : "event");
     Stream* s = as_stream(stream);
     std::shared_ptr<EventState> ev = as_event(event)->state;
-    if (ev->device != s->device())
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                  "stream_wait_event: event of sim device %d, stream of sim device %d",
-                  static_cast<int>(ev->device), static_cast<int>(s->device()));
+    // Any device: the wait is a task on this stream's worker that blocks on
+    // the record's completion, wherever it runs (ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT).
     // Capture the record current now: later re-records must not change what
     // this wait waits for.
     std::shared_ptr<Record> rec;
@@ -1085,6 +1083,19 @@ accel_status_t sim_mem_get_info(int32_t device, size_t* free_bytes, size_t* tota
   });
 }
 
+// A real backend reports its vendor driver or runtime here (without creating
+// a context where the vendor allows); the simulator is its own runtime.
+accel_status_t sim_runtime_version(char* buf, size_t size) noexcept {
+  return guarded("runtime_version", [&] {
+    if (buf == nullptr || size == 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "runtime_version: buf is NULL or size is 0");
+    // snprintf cuts at size - 1 bytes, as the ABI asks.
+    std::snprintf(buf, size, "accel sim %d.%d.%d (simulated devices)", ACCEL_VERSION_MAJOR,
+                  ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH);
+    return ACCEL_SUCCESS;
+  });
+}
+
 // ---------------------------------------------------------------------------
 // The vtable
 // ---------------------------------------------------------------------------
@@ -1098,7 +1109,10 @@ constexpr accel_plugin_api_t kApi = {
     .name = kBackendName,
     .priority = kPriority,
     .capabilities = ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
-                    ACCEL_PLUGIN_CAP_STREAM_PRIORITIES,
+                    ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
+                    // Counting reads an environment variable; no thread starts
+                    // before lazy_init.
+                    ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE | ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT,
     .init = sim_init,
     .device_count = sim_device_count,
     .lazy_init = sim_lazy_init,
@@ -1125,6 +1139,7 @@ constexpr accel_plugin_api_t kApi = {
     .memcpy_async = sim_memcpy_async,
     .memset_async = sim_memset_async,
     .mem_get_info = sim_mem_get_info,
+    .runtime_version = sim_runtime_version,
 };
 
 }  // namespace

@@ -26,6 +26,7 @@ struct Info {
   std::string reason;
   int32_t devices = 0;
   uint32_t caps = 0;
+  std::string runtime_version;  // "" when unknown
 };
 
 inline Info backend_info(const char* name) {
@@ -41,6 +42,7 @@ inline Info backend_info(const char* name) {
     out.reason = info.reason;
     out.devices = info.device_count;
     out.caps = info.capabilities;
+    out.runtime_version = info.runtime_version != nullptr ? info.runtime_version : "(null)";
   }
   return out;
 }

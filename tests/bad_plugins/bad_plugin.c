@@ -9,9 +9,19 @@
  *   BAD_SMALL_VTABLE   vtable struct_size < ACCEL_PLUGIN_API_V1_SIZE
  *   BAD_NULL_REQUIRED  a REQUIRED member (stream_query) is NULL
  *   BAD_INIT_FAIL      init returns ACCEL_ERROR_INTERNAL, "deliberate init failure"
+ *   BAD_INIT_UNAVAILABLE init returns ACCEL_ERROR_BACKEND_UNAVAILABLE (vendor
+ *                      library "missing")
+ *   BAD_REENTER        calls the public API from init, lazy_init and
+ *                      default_stream (which the core runs under its locks),
+ *                      and fails them unless the nested call answered
+ *                      ACCEL_ERROR_REENTRANT naming this plugin
+ *   PLUGIN_ABI_1_0     not a fault: the good plugin as built for ABI 1.0
+ *                      (struct_size ACCEL_PLUGIN_API_V1_SIZE, minor 0), which
+ *                      a newer core must still load
  *   (none)             a good, minimal plugin
  *
- * and PLUGIN_NAME set to the backend name (a string literal).
+ * and PLUGIN_NAME set to the backend name (a string literal), PLUGIN_PRIORITY
+ * to its priority (default 1).
  *
  * The good plugin implements only the REQUIRED operations (no events, no
  * memory, no host functions, no priorities): its devices are plain counters.
@@ -19,6 +29,7 @@
  * (read through host->get_env, default 0), so by default it loads with
  * status no_devices and never competes with a real backend.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +37,9 @@
 
 #ifndef PLUGIN_NAME
 #define PLUGIN_NAME "tiny"
+#endif
+#ifndef PLUGIN_PRIORITY
+#define PLUGIN_PRIORITY 1 /* far below every vendor backend */
 #endif
 
 #ifndef BAD_NO_ENTRY
@@ -53,10 +67,30 @@ static void tiny_error(accel_status_t status, const char* msg) {
   if (g_host != NULL && g_host->set_error != NULL) g_host->set_error(g_host, status, msg);
 }
 
+#ifdef BAD_REENTER
+/* The nested call must have failed with ACCEL_ERROR_REENTRANT and a message
+ * naming this plugin and the callback; anything else (or a hang) is the bug
+ * this plugin exists to catch. */
+static accel_status_t reentry_verdict(const char* callback, accel_status_t nested) {
+  static char msg[512];
+  const char* detail = accel_last_error();
+  if (nested == ACCEL_ERROR_REENTRANT && strstr(detail, PLUGIN_NAME) != NULL &&
+      strstr(detail, callback) != NULL)
+    return ACCEL_SUCCESS;
+  snprintf(msg, sizeof msg, "%s: nested accel call answered %s (%s), not ACCEL_ERROR_REENTRANT",
+           callback, accel_status_name(nested), detail);
+  tiny_error(ACCEL_ERROR_INTERNAL, msg);
+  return ACCEL_ERROR_INTERNAL;
+}
+#endif
+
 static accel_status_t tiny_init(void) {
-#ifdef BAD_INIT_FAIL
+#if defined(BAD_INIT_FAIL)
   tiny_error(ACCEL_ERROR_INTERNAL, "deliberate init failure");
   return ACCEL_ERROR_INTERNAL;
+#elif defined(BAD_INIT_UNAVAILABLE)
+  tiny_error(ACCEL_ERROR_BACKEND_UNAVAILABLE, PLUGIN_NAME ": deliberately unavailable (no vendor library)");
+  return ACCEL_ERROR_BACKEND_UNAVAILABLE;
 #else
   const char* env = NULL;
   if (g_host != NULL && g_host->get_env != NULL) env = g_host->get_env(g_host, "ACCEL_TINY_DEVICES");
@@ -68,9 +102,24 @@ static accel_status_t tiny_init(void) {
     g_devices = (int32_t)n;
   }
   tiny_log(ACCEL_LOG_DEBUG, PLUGIN_NAME ": init done");
+#ifdef BAD_REENTER
+  {
+    accel_stream_t s = NULL;
+    (void)accel_is_available(); /* must return, not deadlock */
+    return reentry_verdict("init", accel_stream_create(0, 0, &s));
+  }
+#else
   return ACCEL_SUCCESS;
 #endif
+#endif
 }
+
+#ifdef BAD_REENTER
+static accel_status_t tiny_lazy_init(void) {
+  accel_stream_t s = NULL;
+  return reentry_verdict("lazy_init", accel_stream_create(0, 0, &s));
+}
+#endif
 
 static accel_status_t tiny_device_count(int32_t* count) {
   *count = g_devices;
@@ -120,6 +169,11 @@ static accel_status_t tiny_stream_destroy(accel_plugin_stream_t stream) {
 }
 
 static accel_status_t tiny_default_stream(int32_t device, accel_plugin_stream_t* stream) {
+#ifdef BAD_REENTER
+  accel_stream_t s = NULL;
+  accel_status_t verdict = reentry_verdict("default_stream", accel_current_stream(device, &s));
+  if (verdict != ACCEL_SUCCESS) return verdict;
+#endif
   g_streams[device].used = 1;
   g_streams[device].device = device;
   *stream = &g_streams[device];
@@ -142,6 +196,8 @@ static const accel_plugin_api_t g_api = {
 #ifdef BAD_SMALL_VTABLE
     /* Ends before the memory group: too small for ABI 1.0. */
     offsetof(accel_plugin_api_t, mem_alloc),
+#elif defined(PLUGIN_ABI_1_0)
+    ACCEL_PLUGIN_API_V1_SIZE,
 #else
     sizeof(accel_plugin_api_t),
 #endif
@@ -150,13 +206,21 @@ static const accel_plugin_api_t g_api = {
 #else
     ACCEL_PLUGIN_ABI_MAJOR,
 #endif
+#ifdef PLUGIN_ABI_1_0
+    0u,
+#else
     ACCEL_PLUGIN_ABI_MINOR,
+#endif
     PLUGIN_NAME,
-    1, /* priority: far below every vendor backend */
+    PLUGIN_PRIORITY,
     ACCEL_PLUGIN_CAP_FORK_SAFE,
     tiny_init,
     tiny_device_count,
+#ifdef BAD_REENTER
+    tiny_lazy_init,
+#else
     NULL, /* lazy_init */
+#endif
     tiny_get_device_properties,
     NULL, /* get_current_device */
     NULL, /* set_current_device */
@@ -175,6 +239,7 @@ static const accel_plugin_api_t g_api = {
     NULL, /* launch_host_func */
     NULL, NULL, NULL, NULL, NULL, NULL, /* events */
     NULL, NULL, NULL, NULL, NULL,       /* memory */
+    NULL,                               /* runtime_version (ABI 1.1) */
 };
 
 ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(uint32_t abi_major,

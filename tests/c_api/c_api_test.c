@@ -14,7 +14,7 @@
 /* Compile-time checks, C99 style (no _Static_assert before C11). */
 typedef char check_plugin_size[(ACCEL_PLUGIN_API_V1_SIZE <= sizeof(accel_plugin_api_t)) ? 1 : -1];
 typedef char check_struct_size_first[(offsetof(accel_backend_info_t, struct_size) == 0) ? 1 : -1];
-typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_INTERNAL + 1) ? 1 : -1];
+typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_REENTRANT + 1) ? 1 : -1];
 
 static int g_passed;
 static int g_failed;
@@ -50,6 +50,7 @@ int main(void) {
   accel_device_properties_t props;
   accel_backend_info_t info;
   int found_sim = 0;
+  size_t sim_index = 0;
 
   CHECK(accel_is_available() == 1);
   CHECK(accel_current_accelerator() != NULL &&
@@ -129,10 +130,30 @@ int main(void) {
     info.struct_size = sizeof info;
     CHECK(accel_get_backend_info(i, &info) == ACCEL_SUCCESS);
     if (info.name != NULL && strcmp(info.name, "sim") == 0 && info.is_current == 1 &&
-        info.status == ACCEL_BACKEND_AVAILABLE && info.device_count == 2)
+        info.status == ACCEL_BACKEND_AVAILABLE && info.device_count == 2) {
       found_sim = 1;
+      sim_index = i;
+      CHECK(info.runtime_version != NULL && strncmp(info.runtime_version, "accel sim ", 10) == 0);
+    }
   }
   CHECK(found_sim);
+  /* A caller whose struct ends before runtime_version (built against an
+   * older accel.h), or inside it, never gets a byte of it. */
+  {
+    static const char canary[] = "untouched";
+    size_t sizes[2];
+    size_t k;
+    sizes[0] = offsetof(accel_backend_info_t, runtime_version);
+    sizes[1] = offsetof(accel_backend_info_t, runtime_version) + sizeof(const char*) / 2;
+    for (k = 0; k < 2; ++k) {
+      memset(&info, 0, sizeof info);
+      info.runtime_version = canary;
+      info.struct_size = sizes[k];
+      CHECK(accel_get_backend_info(sim_index, &info) == ACCEL_SUCCESS);
+      CHECK(info.runtime_version == canary);
+      CHECK(info.is_current == 1); /* the members before it are filled */
+    }
+  }
   CHECK(accel_get_backend_info(nb, &info) == ACCEL_ERROR_OUT_OF_RANGE);
   CHECK(strcmp(accel_backend_status_name(ACCEL_BACKEND_REJECTED), "rejected") == 0);
 

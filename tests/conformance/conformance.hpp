@@ -3,8 +3,13 @@
 // The suite is written against accel.h only, so it runs unchanged over every
 // backend (in-tree, third-party, real hardware). Rules it keeps:
 //  - device counts come from accel_device_count(), never from constants;
-//  - tests that need more devices or an optional capability say so with WARN
-//    and still pass what they can, never skip silently;
+//  - tests that need more devices, an optional capability or an optional
+//    group the backend lacks say so with WARN (need_devices, need_cap,
+//    need_group) and still pass what they can, never skip silently; the run
+//    ends with the list of what was not run and why;
+//  - every call that waits for the backend (synchronize, host functions)
+//    runs under a watchdog (Deadline), so a backend that hangs fails the run
+//    within seconds, naming the call and the rule it broke;
 //  - Catch2 v2 assertions are not thread-safe, so worker threads only collect
 //    results and the test thread asserts on them.
 #ifndef ACCEL_TESTS_CONFORMANCE_HPP
@@ -25,12 +30,28 @@
 
 namespace conf {
 
+// An optional group of operations (accel_plugin.h: events, memory, ...).
+// No capability bit says whether a backend has one, so main() asks through
+// accel.h: the group is absent when its first call answers
+// ACCEL_ERROR_NOT_SUPPORTED, which is what the core answers for a NULL
+// optional member.
+struct Group {
+  explicit Group(const char* group_name) : name(group_name) {}
+  const char* name;       // "events", for messages
+  bool present = true;
+  std::string why;        // when absent: the call and its accel_last_error()
+};
+
 // Filled by main() before any test runs.
 struct Globals {
   std::string backend;                       // current accelerator name
   int32_t device_count = 0;
   uint32_t capabilities = 0;                 // ACCEL_CAP_* of the current backend
   std::vector<accel_stream_t> default_streams;  // main thread's start streams
+  Group events{"events"};                    // event_create ... event_elapsed_time
+  Group memory{"device memory"};             // mem_alloc, mem_free, memcpy/memset_async
+  Group mem_info{"memory info"};             // mem_get_info
+  Group wait_event{"stream_wait_event"};     // needs events as well
 };
 Globals& globals();
 
@@ -61,13 +82,55 @@ FreshResult run_in_fresh_thread(const std::function<accel_status_t()>& fn);
 bool need_devices(int32_t n);
 // Says (WARN) that the backend does not declare `cap`; returns whether it does.
 bool need_cap(uint32_t cap, const char* what);
+// Says (WARN) that the backend lacks the group, and why; returns whether it
+// has it: need_group(globals().events).
+bool need_group(const Group& g);
+
+// What was not run, for the list printed at the end of the run: `what` is
+// recorded once per test case.
+void note_not_run(const std::string& what);
+
+// --- watchdog ----------------------------------------------------------------
+
+// While a Deadline lives, a watchdog thread ends the process (exit status 1)
+// if it is not destroyed within `limit`, printing the test case, the call
+// and `rule`: "<call> did not return within <limit>: <rule>". A stuck call
+// cannot be interrupted, and without this a hanging backend stalls the run
+// with no output until an outer timeout kills it.
+class Deadline {
+ public:
+  Deadline(const char* call, std::chrono::milliseconds limit, const char* rule);
+  ~Deadline();
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  uint64_t id_;
+};
+
+// A launch only queues: far more than enough for any backend.
+inline constexpr std::chrono::milliseconds kLaunchLimit{1000};
+// Nothing the suite queues runs longer than a few ms once released (host
+// functions sleep at most 50 ms, copies are a few MiB).
+inline constexpr std::chrono::milliseconds kWaitLimit{20000};
+
+// Ends the run now (exit status 1) with `message` and the current test case.
+[[noreturn]] void abort_run(const std::string& message);
+
+// The accel.h calls that wait, each under a Deadline. Tests call these, not
+// the accel_ functions, whenever the call may wait for queued work.
+accel_status_t launch_host_func(accel_stream_t stream, accel_host_fn fn, void* user_data);
+accel_status_t stream_synchronize(accel_stream_t stream);
+accel_status_t event_synchronize(accel_event_t event);
+accel_status_t synchronize(int32_t device);
 
 // --- host-function helpers -------------------------------------------------
 
 // A host function that blocks its stream until release() (or destruction).
+// Launched through launch_host_func, so under its watchdog.
 class Gate {
  public:
-  Gate() = default;
+  Gate();
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate();
@@ -85,6 +148,12 @@ class Gate {
   std::atomic<int64_t> order_{-1};
   std::atomic<int> launched_{0};
 };
+
+// Opens every live Gate. The destructors of Gate, Sleeper and the RAII
+// handles below call it before they wait for queued work, so a test that
+// ends early (a failed REQUIRE) never leaves a stream blocked behind a
+// closed gate.
+void release_gates();
 
 // A host function that sleeps `ms` then sets done().
 class Sleeper {

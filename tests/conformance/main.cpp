@@ -5,13 +5,26 @@
 // --backend sets ACCEL_BACKEND=NAME before the first accel call. With no
 // accelerator available afterwards the run fails loudly with
 // accel_selection_reason(): a conformance run never passes vacuously.
+//
+// Before the tests it asks which optional groups the backend has (see
+// conf::Group) and says which are absent; after them it lists every check
+// that was not run and why.
+
+// For Catch::TestEventListenerBase (the listener below): the declarations of
+// Catch2's reporter interfaces; their implementation is in catch_impl.cpp.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include "conformance.hpp"
 #include "runner.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <set>
+#include <utility>
 
 namespace conf {
 
@@ -64,20 +77,199 @@ FreshResult run_in_fresh_thread(const std::function<accel_status_t()>& fn) {
   return r;
 }
 
+// --- the run's shared state: current test case, checks not run, watchdog ---
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Armed {
+  Clock::time_point until;
+  const char* call;
+  std::chrono::milliseconds limit;
+  const char* rule;
+  std::string test;  // the test case that armed it
+};
+
+// Used by the test thread, the threads tests start, the watchdog thread and
+// main(). Never destroyed: the detached watchdog thread may still wait on it
+// while the process exits.
+struct RunState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string current_test;
+  std::vector<std::pair<std::string, std::string>> not_run;  // test case, what
+  std::set<std::pair<std::string, std::string>> not_run_seen;
+  std::map<uint64_t, Armed> armed;
+  uint64_t next_id = 1;
+  bool watchdog_started = false;
+};
+
+RunState& run_state() {
+  static auto* state = new RunState();
+  return *state;
+}
+
+std::string current_test() {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  return rs.current_test;
+}
+
+std::string format_limit(std::chrono::milliseconds limit) {
+  if (limit.count() % 1000 == 0) return std::to_string(limit.count() / 1000) + " s";
+  return std::to_string(limit.count()) + " ms";
+}
+
+// Catch2 cannot report a failure from here (the failing call may never
+// return), so the verdict goes to stderr and the process ends.
+[[noreturn]] void die(const std::string& message, const std::string& test) {
+  std::fflush(stdout);
+  if (test.empty())
+    std::fprintf(stderr, "\naccel-conformance: FAILED: %s\n", message.c_str());
+  else
+    std::fprintf(stderr, "\naccel-conformance: FAILED in test case \"%s\": %s\n", test.c_str(),
+                 message.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void watchdog_loop() {
+  RunState& rs = run_state();
+  std::unique_lock<std::mutex> lock(rs.mu);
+  for (;;) {
+    if (rs.armed.empty()) {
+      rs.cv.wait(lock);
+      continue;
+    }
+    auto first = std::min_element(rs.armed.begin(), rs.armed.end(), [](const auto& a, const auto& b) {
+      return a.second.until < b.second.until;
+    });
+    const Clock::time_point until = first->second.until;
+    if (Clock::now() >= until) {
+      const Armed& a = first->second;
+      die(std::string(a.call) + " did not return within " + format_limit(a.limit) + ": " + a.rule,
+          a.test);
+    }
+    rs.cv.wait_until(lock, until);
+  }
+}
+
+}  // namespace
+
+void set_current_test(const std::string& name) {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  rs.current_test = name;
+}
+
+void note_not_run(const std::string& what) {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  auto key = std::make_pair(rs.current_test, what);
+  if (rs.not_run_seen.insert(key).second) rs.not_run.push_back(std::move(key));
+}
+
+void print_not_run() {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  if (rs.not_run.empty()) return;
+  std::printf("accel-conformance: %zu check(s) not run on backend '%s':\n", rs.not_run.size(),
+              globals().backend.c_str());
+  for (const auto& [test, what] : rs.not_run)
+    std::printf("  not run in \"%s\": %s\n", test.c_str(), what.c_str());
+  std::fflush(stdout);
+}
+
+Deadline::Deadline(const char* call, std::chrono::milliseconds limit, const char* rule) {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  if (!rs.watchdog_started) {
+    std::thread(watchdog_loop).detach();
+    rs.watchdog_started = true;
+  }
+  id_ = rs.next_id++;
+  const Clock::time_point until = Clock::now() + limit;
+  // The watchdog sleeps until the earliest deadline: wake it only when this
+  // one comes sooner.
+  bool sooner = true;
+  for (const auto& kv : rs.armed) sooner = sooner && until < kv.second.until;
+  rs.armed.emplace(id_, Armed{until, call, limit, rule, rs.current_test});
+  if (sooner) rs.cv.notify_one();
+}
+
+Deadline::~Deadline() {
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  rs.armed.erase(id_);
+}
+
+void abort_run(const std::string& message) { die(message, current_test()); }
+
+namespace {
+
+// The rules a backend breaks when a watched call does not return.
+constexpr const char* kLaunchRule =
+    "host functions must be queued, not run inline: launch_host_func returns at once and the "
+    "function runs later, in stream order, on a backend thread (accel_plugin.h)";
+constexpr const char* kDrainRule =
+    "queued work must complete on its own, and nothing this suite queues runs longer than a few "
+    "ms once its gate is open";
+
+}  // namespace
+
+accel_status_t launch_host_func(accel_stream_t stream, accel_host_fn fn, void* user_data) {
+  Deadline d("accel_launch_host_func", kLaunchLimit, kLaunchRule);
+  return accel_launch_host_func(stream, fn, user_data);
+}
+
+accel_status_t stream_synchronize(accel_stream_t stream) {
+  Deadline d("accel_stream_synchronize", kWaitLimit, kDrainRule);
+  return accel_stream_synchronize(stream);
+}
+
+accel_status_t event_synchronize(accel_event_t event) {
+  Deadline d("accel_event_synchronize", kWaitLimit,
+             "an event's record must complete once the work queued before it has; nothing this "
+             "suite queues runs longer than a few ms once its gate is open");
+  return accel_event_synchronize(event);
+}
+
+accel_status_t synchronize(int32_t device) {
+  Deadline d("accel_synchronize", kWaitLimit, kDrainRule);
+  return accel_synchronize(device);
+}
+
+// --- checks that cannot run -------------------------------------------------
+
 bool need_devices(int32_t n) {
   if (device_count() >= n) return true;
-  WARN("this test needs at least " << n << " devices; backend '" << globals().backend
-                                   << "' has " << device_count()
-                                   << ": multi-device checks not run");
+  const std::string what = "needs at least " + std::to_string(n) + " devices; backend '" +
+                           globals().backend + "' has " + std::to_string(device_count()) +
+                           ": multi-device checks not run";
+  WARN("this test " << what);
+  note_not_run(what);
   SUCCEED("single-device part done");
   return false;
 }
 
 bool need_cap(uint32_t cap, const char* what) {
   if (has_cap(cap)) return true;
-  WARN("backend '" << globals().backend << "' does not declare " << what
-                   << ": checks that need it not run");
+  const std::string text = "backend '" + globals().backend + "' does not declare " + what +
+                           ": checks that need it not run";
+  WARN(text);
+  note_not_run(text);
   SUCCEED("capability absent");
+  return false;
+}
+
+bool need_group(const Group& g) {
+  if (g.present) return true;
+  const std::string text = "backend '" + globals().backend + "' has no " + g.name + " (" + g.why +
+                           "): checks that need it not run";
+  WARN(text);
+  note_not_run(text);
+  SUCCEED("optional group absent");
   return false;
 }
 
@@ -86,12 +278,29 @@ bool need_cap(uint32_t cap, const char* what) {
 namespace {
 std::atomic<int64_t> g_order{0};
 
-void wait_flag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+// True when `flag` was set within `limit`.
+bool wait_flag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
   auto until = std::chrono::steady_clock::now() + limit;
   while (!flag.load() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return flag.load();
 }
+
+// Every live Gate, so that a test ending early (a failed REQUIRE unwinds
+// before gate.release()) opens them all before anything waits for queued
+// work: a closed gate would block a stream that a destructor waits for.
+std::mutex g_gates_mu;
+std::set<Gate*> g_gates;
+
+constexpr const char* kHostFnRunRule =
+    "a queued host function must run once the work queued before it has completed "
+    "(accel_plugin.h, launch_host_func)";
 }  // namespace
+
+void release_gates() {
+  std::lock_guard<std::mutex> lock(g_gates_mu);
+  for (Gate* g : g_gates) g->release();
+}
 
 int64_t next_order() { return g_order.fetch_add(1); }
 
@@ -106,16 +315,25 @@ void Gate::fn(void* self) {
   g->done_.store(true);
 }
 
+Gate::Gate() {
+  std::lock_guard<std::mutex> lock(g_gates_mu);
+  g_gates.insert(this);
+}
+
 accel_status_t Gate::launch(accel_stream_t stream) {
-  accel_status_t st = accel_launch_host_func(stream, &Gate::fn, this);
+  accel_status_t st = launch_host_func(stream, &Gate::fn, this);
   if (st == ACCEL_SUCCESS) launched_.fetch_add(1);
   return st;
 }
 
 Gate::~Gate() {
-  open_.store(true);
+  release_gates();
   // The host function must not touch *this after we are gone.
-  if (launched_.load() > 0) wait_flag(done_, std::chrono::seconds(30));
+  if (launched_.load() > 0 && !wait_flag(done_, kWaitLimit))
+    abort_run("a host function queued with accel_launch_host_func had not run " +
+              format_limit(kWaitLimit) + " after its gate opened: " + kHostFnRunRule);
+  std::lock_guard<std::mutex> lock(g_gates_mu);
+  g_gates.erase(this);
 }
 
 void Sleeper::fn(void* self) {
@@ -126,13 +344,17 @@ void Sleeper::fn(void* self) {
 }
 
 accel_status_t Sleeper::launch(accel_stream_t stream) {
-  accel_status_t st = accel_launch_host_func(stream, &Sleeper::fn, this);
+  accel_status_t st = launch_host_func(stream, &Sleeper::fn, this);
   if (st == ACCEL_SUCCESS) launched_.fetch_add(1);
   return st;
 }
 
 Sleeper::~Sleeper() {
-  if (launched_.load() > 0) wait_flag(done_, std::chrono::seconds(30));
+  if (launched_.load() == 0 || done_.load()) return;
+  release_gates();
+  if (!wait_flag(done_, kWaitLimit))
+    abort_run("a host function queued with accel_launch_host_func had not run " +
+              format_limit(kWaitLimit) + " after every gate opened: " + kHostFnRunRule);
 }
 
 // --- RAII ------------------------------------------------------------------
@@ -146,7 +368,8 @@ Stream::Stream(int32_t device, int32_t priority) {
 
 Stream::~Stream() {
   if (s_ != nullptr) {
-    accel_stream_synchronize(s_);
+    release_gates();
+    stream_synchronize(s_);
     accel_stream_destroy(s_);
   }
 }
@@ -166,7 +389,8 @@ Event::Event(int32_t device, uint32_t flags) {
 
 Event::~Event() {
   if (e_ != nullptr) {
-    accel_event_synchronize(e_);
+    release_gates();
+    event_synchronize(e_);
     accel_event_destroy(e_);
   }
 }
@@ -187,7 +411,8 @@ DeviceMem::DeviceMem(int32_t device, size_t bytes) : n_(bytes) {
 DeviceMem::~DeviceMem() {
   if (p_ != nullptr) {
     // Work using it may still be queued if a test failed half-way.
-    for (int32_t d = 0; d < device_count(); ++d) accel_synchronize(d);
+    release_gates();
+    for (int32_t d = 0; d < device_count(); ++d) synchronize(d);
     accel_free(p_);
   }
 }
@@ -205,6 +430,20 @@ ThreadStateGuard::~ThreadStateGuard() {
 }
 
 }  // namespace conf
+
+// Tells the watchdog and the list of checks not run which test case runs.
+struct CurrentTestListener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    TestEventListenerBase::testCaseStarting(info);
+    conf::set_current_test(info.name);
+  }
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    conf::set_current_test("");
+    TestEventListenerBase::testCaseEnded(stats);
+  }
+};
+CATCH_REGISTER_LISTENER(CurrentTestListener)
 
 namespace {
 
@@ -244,6 +483,32 @@ bool concurrent_first_call(std::string& detail) {
 }
 
 std::string g_backend;
+
+// Finds the optional groups the backend lacks (see conf::Group): a group is
+// absent when its first call answers ACCEL_ERROR_NOT_SUPPORTED. Any other
+// failure counts as present, so the tests of the group show it.
+void probe_groups(conf::Globals& g) {
+  auto answer = [](conf::Group& group, const char* call, accel_status_t st) {
+    if (st != ACCEL_ERROR_NOT_SUPPORTED) return;
+    group.present = false;
+    group.why = std::string(call) + " answered ACCEL_ERROR_NOT_SUPPORTED: " + accel_last_error();
+  };
+  accel_event_t e = nullptr;
+  answer(g.events, "accel_event_create", accel_event_create(0, ACCEL_EVENT_DEFAULT, &e));
+  if (e != nullptr) {
+    // A never-recorded event: a no-op where stream_wait_event exists.
+    answer(g.wait_event, "accel_stream_wait_event",
+           accel_stream_wait_event(g.default_streams[0], e));
+    accel_event_destroy(e);
+  } else if (!g.events.present) {
+    g.wait_event.present = false;
+    g.wait_event.why = "it waits on events, which the backend lacks";
+  }
+  void* p = nullptr;
+  answer(g.memory, "accel_malloc", accel_malloc(0, 1, &p));
+  if (p != nullptr) accel_free(p);
+  answer(g.mem_info, "accel_mem_get_info", accel_mem_get_info(0, nullptr, nullptr));
+}
 
 // Before any test case: the first accel calls (from many threads at once),
 // then the backend's devices, capabilities and default streams into
@@ -314,6 +579,13 @@ int setup(accel_test::Parsed& parsed) {
   }
   std::printf("accel-conformance: backend '%s' (%s), %d device(s), capabilities 0x%x\n",
               g.backend.c_str(), accel_selection_reason(), g.device_count, g.capabilities);
+  probe_groups(g);
+  for (const conf::Group* group : {&g.events, &g.wait_event, &g.memory, &g.mem_info}) {
+    if (!group->present)
+      std::printf("accel-conformance: backend '%s' has no %s (%s): the checks that need it are "
+                  "not run, each with a warning\n",
+                  g.backend.c_str(), group->name, group->why.c_str());
+  }
   std::fflush(stdout);
   return -1;
 }
@@ -321,9 +593,11 @@ int setup(accel_test::Parsed& parsed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return accel_test::run(
+  const int rc = accel_test::run(
       argc, argv,
       {{&g_backend, "--backend", "name",
         "backend to test: sets ACCEL_BACKEND=name before the first accel call"}},
       setup);
+  conf::print_not_run();
+  return rc;
 }

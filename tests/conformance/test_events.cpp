@@ -2,11 +2,14 @@
 // synchronize, elapsed time and its error statuses.
 #include "conformance.hpp"
 
+#include <memory>
+
 using namespace conf;
 using namespace std::chrono_literals;
 
-TEST_CASE("event create, device, destroy", "[events]") {
+TEST_CASE("event create / device / destroy", "[events]") {
   ThreadStateGuard guard;
+  if (!need_group(globals().events)) return;
   const int32_t n = device_count();
   for (int32_t d = 0; d < n; ++d) {
     INFO("device " << d);
@@ -52,52 +55,60 @@ TEST_CASE("event create, device, destroy", "[events]") {
     ACCEL_CHECK_ERROR(accel_event_device(ok, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_event_destroy(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_event_query(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
-    ACCEL_CHECK_ERROR(accel_event_synchronize(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(event_synchronize(nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
     Stream s(0);
     ACCEL_CHECK_ERROR(accel_event_record(nullptr, s), ACCEL_ERROR_INVALID_ARGUMENT);
   }
 }
 
 TEST_CASE("a never-recorded event is complete at once", "[events]") {
+  if (!need_group(globals().events)) return;
   for (uint32_t flags : {ACCEL_EVENT_DEFAULT, ACCEL_EVENT_ENABLE_TIMING}) {
     if (flags == ACCEL_EVENT_ENABLE_TIMING && !has_cap(ACCEL_CAP_TIMING_EVENTS)) continue;
     INFO("flags " << flags);
     Event e(0, flags);
     ACCEL_CHECK_OK(accel_event_query(e));
     auto t0 = std::chrono::steady_clock::now();
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     CHECK(std::chrono::steady_clock::now() - t0 < 1s);
   }
 }
 
-TEST_CASE("record, query and synchronize follow the stream's work", "[events]") {
+TEST_CASE("record / query / synchronize follow the stream's work", "[events]") {
+  if (!need_group(globals().events)) return;
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d);
     Stream s(d);
     Event e(d);
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     ACCEL_CHECK_OK(accel_event_query(e));
     // Recording on the device's default stream works as well.
     ACCEL_REQUIRE_OK(accel_event_record(e, globals().default_streams[d]));
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
   }
   SECTION("once the stream's last record completed, the stream is idle") {
     // The event completes when all work before it has; nothing is queued
     // after it, so the stream must answer SUCCESS at once (no window where
     // the record is done but the stream still counts it as running).
+    // accel_plugin.h states the rule at stream_query.
     Stream s(0);
     Event e(0);
-    DeviceMem m(0, 4096);
+    // Work before each record where the backend has memory; records alone
+    // otherwise (need_group says so).
+    const bool memory = need_group(globals().memory);
+    std::unique_ptr<DeviceMem> m;
+    if (memory) m = std::make_unique<DeviceMem>(0, 4096);
     int not_ready = 0;
     for (int i = 0; i < 300; ++i) {
-      ACCEL_REQUIRE_OK(accel_memset_async(m.get(), i & 0xFF, 4096, s));
+      if (memory) ACCEL_REQUIRE_OK(accel_memset_async(m->get(), i & 0xFF, 4096, s));
       ACCEL_REQUIRE_OK(accel_event_record(e, s));
-      ACCEL_REQUIRE_OK(accel_event_synchronize(e));
+      ACCEL_REQUIRE_OK(event_synchronize(e));
       if (accel_stream_query(s) != ACCEL_SUCCESS) ++not_ready;
     }
     INFO("stream_query after event_synchronize of its last record was not SUCCESS "
-         << not_ready << " times out of 300");
+         << not_ready << " times out of 300: a completed event record leaves its stream idle "
+            "(stream_query is SUCCESS once the stream's last record has completed)");
     CHECK(not_ready == 0);
   }
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
@@ -110,7 +121,7 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
     ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
     gate.release();
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     CHECK(gate.done());
     ACCEL_CHECK_OK(accel_event_query(e));
   }
@@ -120,7 +131,7 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
     Sleeper sl(50);
     ACCEL_REQUIRE_OK(sl.launch(s));
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     CHECK(sl.done());
   }
   SECTION("work queued after the record does not delay the event") {
@@ -129,7 +140,7 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
     Gate gate;
     ACCEL_REQUIRE_OK(gate.launch(s));
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     ACCEL_CHECK_OK(accel_event_query(e));
     CHECK_FALSE(gate.done());
     gate.release();
@@ -138,13 +149,13 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
     Stream s(0);
     Event e(0);
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
-    ACCEL_REQUIRE_OK(accel_event_synchronize(e));
+    ACCEL_REQUIRE_OK(event_synchronize(e));
     Gate gate;
     ACCEL_REQUIRE_OK(gate.launch(s));
     ACCEL_REQUIRE_OK(accel_event_record(e, s));
     ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
     gate.release();
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     ACCEL_CHECK_OK(accel_event_query(e));
   }
   SECTION("NULL stream records on the current stream of the event's device") {
@@ -159,7 +170,7 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
     ACCEL_REQUIRE_OK(accel_event_record(e, nullptr));
     ACCEL_CHECK_STATUS(accel_event_query(e), ACCEL_ERROR_NOT_READY);
     gate.release();
-    ACCEL_CHECK_OK(accel_event_synchronize(e));
+    ACCEL_CHECK_OK(event_synchronize(e));
     ACCEL_REQUIRE_OK(accel_set_stream(globals().default_streams[d]));
     if (device_count() < 2)
       WARN("only one device: the event's device and the current device coincide");
@@ -167,6 +178,7 @@ TEST_CASE("record, query and synchronize follow the stream's work", "[events]") 
 }
 
 TEST_CASE("elapsed time covers the work between the events", "[events][timing]") {
+  if (!need_group(globals().events)) return;
   if (!need_cap(ACCEL_CAP_TIMING_EVENTS, "timing events")) return;
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
   const int kSleepMs = 50;
@@ -178,7 +190,7 @@ TEST_CASE("elapsed time covers the work between the events", "[events][timing]")
     ACCEL_REQUIRE_OK(accel_event_record(start, s));
     ACCEL_REQUIRE_OK(sl.launch(s));
     ACCEL_REQUIRE_OK(accel_event_record(end, s));
-    ACCEL_REQUIRE_OK(accel_event_synchronize(end));
+    ACCEL_REQUIRE_OK(event_synchronize(end));
     float ms = -1.0f;
     ACCEL_REQUIRE_OK(accel_event_elapsed_time(start, end, &ms));
     INFO("elapsed " << ms << " ms for a " << kSleepMs << " ms host function");
@@ -196,6 +208,7 @@ TEST_CASE("elapsed time covers the work between the events", "[events][timing]")
 }
 
 TEST_CASE("elapsed time error statuses", "[events][timing]") {
+  if (!need_group(globals().events)) return;
   if (!need_cap(ACCEL_CAP_TIMING_EVENTS, "timing events")) return;
   Stream s(0);
   Event t1(0, ACCEL_EVENT_ENABLE_TIMING), t2(0, ACCEL_EVENT_ENABLE_TIMING);
@@ -204,7 +217,7 @@ TEST_CASE("elapsed time error statuses", "[events][timing]") {
 
   SECTION("EVENT_NOT_RECORDED") {
     ACCEL_REQUIRE_OK(accel_event_record(t1, s));
-    ACCEL_REQUIRE_OK(accel_event_synchronize(t1));
+    ACCEL_REQUIRE_OK(event_synchronize(t1));
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, t2, &ms), ACCEL_ERROR_EVENT_NOT_RECORDED);
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(t2, t1, &ms), ACCEL_ERROR_EVENT_NOT_RECORDED);
     CHECK(ms == 123.0f);
@@ -212,7 +225,7 @@ TEST_CASE("elapsed time error statuses", "[events][timing]") {
   SECTION("EVENT_NO_TIMING") {
     ACCEL_REQUIRE_OK(accel_event_record(t1, s));
     ACCEL_REQUIRE_OK(accel_event_record(plain, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, plain, &ms), ACCEL_ERROR_EVENT_NO_TIMING);
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(plain, t1, &ms), ACCEL_ERROR_EVENT_NO_TIMING);
     CHECK(ms == 123.0f);
@@ -226,7 +239,7 @@ TEST_CASE("elapsed time error statuses", "[events][timing]") {
       ACCEL_CHECK_STATUS(accel_event_elapsed_time(t1, t2, &ms), ACCEL_ERROR_NOT_READY);
       CHECK(ms == 123.0f);
       gate.release();
-      ACCEL_REQUIRE_OK(accel_event_synchronize(t2));
+      ACCEL_REQUIRE_OK(event_synchronize(t2));
       ACCEL_CHECK_OK(accel_event_elapsed_time(t1, t2, &ms));
       CHECK(ms >= 0.0f);
     }
@@ -234,7 +247,7 @@ TEST_CASE("elapsed time error statuses", "[events][timing]") {
   SECTION("INVALID_ARGUMENT") {
     ACCEL_REQUIRE_OK(accel_event_record(t1, s));
     ACCEL_REQUIRE_OK(accel_event_record(t2, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(nullptr, t2, &ms), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, nullptr, &ms), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_event_elapsed_time(t1, t2, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);

@@ -34,6 +34,7 @@ size_t first_mismatch(const std::vector<unsigned char>& a, const std::vector<uns
 
 TEST_CASE("malloc and free", "[memory]") {
   ThreadStateGuard guard;
+  if (!need_group(globals().memory)) return;
   const int32_t n = device_count();
   for (int32_t d = 0; d < n; ++d) {
     INFO("device " << d);
@@ -92,6 +93,7 @@ TEST_CASE("malloc and free", "[memory]") {
 }
 
 TEST_CASE("copies round-trip a few MiB byte-exact", "[memory]") {
+  if (!need_group(globals().memory)) return;
   const size_t kBytes = (3u << 20) + 12345;  // a few MiB, not a round number
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d);
@@ -105,7 +107,7 @@ TEST_CASE("copies round-trip a few MiB byte-exact", "[memory]") {
                                         ACCEL_MEMCPY_DEVICE_TO_DEVICE, s));
     ACCEL_REQUIRE_OK(accel_memcpy_async(dst.data(), b.get(), kBytes,
                                         ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(first_mismatch(src, dst) == SIZE_MAX);
 
     // Sub-ranges at odd offsets.
@@ -113,18 +115,19 @@ TEST_CASE("copies round-trip a few MiB byte-exact", "[memory]") {
     std::vector<unsigned char> part(len, 0);
     ACCEL_REQUIRE_OK(accel_memcpy_async(part.data(), a.bytes() + off, len,
                                         ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(std::memcmp(part.data(), src.data() + off, len) == 0);
     // The last byte of an allocation is in range.
     unsigned char last = 0;
     ACCEL_REQUIRE_OK(accel_memcpy_async(&last, a.bytes() + kBytes - 1, 1,
                                         ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(last == src[kBytes - 1]);
   }
 }
 
 TEST_CASE("memset", "[memory]") {
+  if (!need_group(globals().memory)) return;
   const size_t kBytes = 1u << 20;
   Stream s(0);
   DeviceMem m(0, kBytes);
@@ -132,7 +135,7 @@ TEST_CASE("memset", "[memory]") {
   ACCEL_REQUIRE_OK(accel_memset_async(m.bytes() + 100, 0x1FF, 50, s));  // (unsigned char)0x1FF
   std::vector<unsigned char> host(kBytes, 0);
   ACCEL_REQUIRE_OK(accel_memcpy_async(host.data(), m.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-  ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+  ACCEL_REQUIRE_OK(stream_synchronize(s));
   size_t bad = 0;
   for (size_t i = 0; i < kBytes; ++i) {
     unsigned char want = (i >= 100 && i < 150) ? 0xFF : 0x5A;
@@ -143,12 +146,13 @@ TEST_CASE("memset", "[memory]") {
   SECTION("zero bytes is a no-op") {
     ACCEL_CHECK_OK(accel_memset_async(m.get(), 0, 0, s));
     ACCEL_CHECK_OK(accel_memcpy_async(host.data(), m.get(), 0, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    ACCEL_CHECK_OK(accel_stream_synchronize(s));
+    ACCEL_CHECK_OK(stream_synchronize(s));
   }
 }
 
 TEST_CASE("NULL stream means the current stream of the current device", "[memory]") {
   ThreadStateGuard guard;
+  if (!need_group(globals().memory)) return;
   const int32_t d = device_count() - 1;
   ACCEL_REQUIRE_OK(accel_set_device_index(d));
   DeviceMem m(d, 4096);
@@ -159,7 +163,7 @@ TEST_CASE("NULL stream means the current stream of the current device", "[memory
   ACCEL_REQUIRE_OK(accel_memcpy_async(dst.data(), m.get(), 4096, ACCEL_MEMCPY_DEVICE_TO_HOST, nullptr));
   accel_stream_t cur = nullptr;
   ACCEL_REQUIRE_OK(accel_current_stream(-1, &cur));
-  ACCEL_REQUIRE_OK(accel_stream_synchronize(cur));
+  ACCEL_REQUIRE_OK(stream_synchronize(cur));
   for (size_t i = 0; i < 16; ++i) CHECK(dst[i] == 7);
   CHECK(std::memcmp(dst.data() + 16, src.data() + 16, 4096 - 16) == 0);
 
@@ -172,9 +176,9 @@ TEST_CASE("NULL stream means the current stream of the current device", "[memory
     ACCEL_REQUIRE_OK(accel_memset_async(m.get(), 1, 4096, nullptr));
     ACCEL_CHECK_STATUS(accel_stream_query(s), ACCEL_ERROR_NOT_READY);
     gate.release();
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     ACCEL_REQUIRE_OK(accel_memcpy_async(dst.data(), m.get(), 4096, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    ACCEL_REQUIRE_OK(accel_stream_synchronize(s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(dst[0] == 1);
     CHECK(dst[4095] == 1);
     ACCEL_REQUIRE_OK(accel_set_stream(globals().default_streams[d]));
@@ -182,6 +186,7 @@ TEST_CASE("NULL stream means the current stream of the current device", "[memory
 }
 
 TEST_CASE("copy and memset argument errors", "[memory]") {
+  if (!need_group(globals().memory)) return;
   Stream s(0);
   const size_t kBytes = 1024;
   DeviceMem m(0, kBytes);
@@ -207,7 +212,7 @@ TEST_CASE("copy and memset argument errors", "[memory]") {
   ACCEL_CHECK_ERROR(accel_memset_async(nullptr, 0, 16, s), ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memset_async(m.bytes() + 1000, 0, 100, s), ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memset_async(host.data(), 0, 16, s), ACCEL_ERROR_INVALID_ARGUMENT);
-  ACCEL_CHECK_OK(accel_stream_synchronize(s));
+  ACCEL_CHECK_OK(stream_synchronize(s));
   // None of that touched the memory or the host buffer.
   for (unsigned char c : host) {
     if (c != 0) {
@@ -219,6 +224,7 @@ TEST_CASE("copy and memset argument errors", "[memory]") {
 
 TEST_CASE("mem_get_info", "[memory]") {
   ThreadStateGuard guard;
+  if (!need_group(globals().mem_info)) return;
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d);
     size_t free_b = 0, total_b = 0;
@@ -244,6 +250,7 @@ TEST_CASE("mem_get_info", "[memory]") {
 
 TEST_CASE("memory statistics move with malloc and free", "[memory][stats]") {
   ThreadStateGuard guard;
+  if (!need_group(globals().memory)) return;
   const size_t kBytes = 1u << 20;
   const auto s0 = stats_of(0);
   CHECK(s0.struct_size == sizeof(accel_memory_stats_t));

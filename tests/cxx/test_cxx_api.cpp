@@ -19,6 +19,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -51,8 +52,32 @@ static_assert(std::is_same_v<decltype(std::declval<accel::Event&>().elapsed_time
                                  std::declval<const accel::Event&>())),
                              std::chrono::duration<double, std::milli>>);
 static_assert(std::is_same_v<decltype(accel::current_accelerator()), std::optional<std::string>>);
+static_assert(__cplusplus >= 202002L, "this suite checks the C++20 side of accel.hpp");
+
+// HostSpan, the host side of copies, takes std::span in C++20 with
+// std::span's rules: a writable view only of lvalues or of views, never of
+// device memory.
+static_assert(std::is_convertible_v<std::span<int>, accel::HostSpan<int>>);
+static_assert(std::is_convertible_v<std::span<int>, accel::HostSpan<const int>>);
+static_assert(std::is_convertible_v<std::span<const int>, accel::HostSpan<const int>>);
+static_assert(std::is_convertible_v<std::span<int, 4>, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<std::span<const int>, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<std::span<long>, accel::HostSpan<const int>>);
+static_assert(std::is_convertible_v<std::vector<int>&, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<std::vector<int>&&, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<const std::vector<int>&, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<accel::DeviceBuffer<int>&, accel::HostSpan<int>>);
+static_assert(!std::is_convertible_v<const accel::DeviceBuffer<int>&, accel::HostSpan<const int>>);
 
 namespace {
+
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
 
 // Every test starts on device 0 with the default streams current.
 void reset_thread_state() {
@@ -176,10 +201,14 @@ TEST_CASE("Error carries the status and the last-error message", "[cxx][error]")
     CHECK_FALSE(e.message().empty());
     CHECK(e.message() == accel_last_error());  // the C detail, verbatim
     CHECK(e.message().find('5') != std::string::npos);  // names the bad index
+    // what() names the operation once, first, although the C detail starts
+    // with it too.
     const std::string what = e.what();
-    CHECK(what.find("ACCEL_ERROR_INVALID_DEVICE") != std::string::npos);
-    CHECK(what.find(e.message()) != std::string::npos);
-    CHECK(what.find("accel_set_device_index") != std::string::npos);
+    const std::string op_prefix = "accel_set_device_index: ";
+    REQUIRE(e.message().rfind(op_prefix, 0) == 0);
+    CHECK(what == op_prefix + "ACCEL_ERROR_INVALID_DEVICE: " +
+                      e.message().substr(op_prefix.size()));
+    CHECK(occurrences(what, "accel_set_device_index") == 1);
   }
   CHECK(accel::current_device_index() == 0);  // nothing changed
 
@@ -204,6 +233,48 @@ TEST_CASE("Error carries the status and the last-error message", "[cxx][error]")
   // An Error built by hand (the C++ layer's own checks use this too).
   const accel::Error own(ACCEL_ERROR_OUT_OF_RANGE, "detail text", "op");
   CHECK(std::string(own.what()) == "op: ACCEL_ERROR_OUT_OF_RANGE: detail text");
+  // A detail that starts with the operation keeps it in message() only.
+  const accel::Error dup(ACCEL_ERROR_OUT_OF_RANGE, "op: detail text", "op");
+  CHECK(dup.message() == "op: detail text");
+  CHECK(std::string(dup.what()) == "op: ACCEL_ERROR_OUT_OF_RANGE: detail text");
+  // Only a whole leading name is dropped, not a longer one it prefixes.
+  const accel::Error longer(ACCEL_ERROR_OUT_OF_RANGE, "opera: detail", "op");
+  CHECK(std::string(longer.what()) == "op: ACCEL_ERROR_OUT_OF_RANGE: opera: detail");
+  const accel::Error no_op(ACCEL_ERROR_OUT_OF_RANGE, "op: detail text");
+  CHECK(std::string(no_op.what()) == "ACCEL_ERROR_OUT_OF_RANGE: op: detail text");
+}
+
+TEST_CASE("Error::what() names the failed operation once", "[cxx][error]") {
+  reset_thread_state();
+  // Failures of several C calls, each through the C++ layer: the library's
+  // detail starts with the function's name, what() must not repeat it.
+  std::vector<std::function<void()>> failing = {
+      [] { accel::set_device_index(7); },
+      [] { (void)accel::exchange_device(7); },
+      [] { (void)accel::Stream::create(7); },
+      [] { accel::Event e(accel::EventOptions{false, 7}); },
+      [] { (void)accel::device_properties(7); },
+      [] { accel::synchronize(7); },
+      [] {
+        accel::Stream s = accel::Stream::create(0);
+        accel::Stream moved = std::move(s);
+        s.synchronize();  // a moved-from Stream holds no handle
+      },
+  };
+  for (std::size_t i = 0; i < failing.size(); ++i) {
+    INFO("failing call #" << i);
+    try {
+      failing[i]();
+      FAIL("did not throw");
+    } catch (const accel::Error& e) {
+      const std::string what = e.what();
+      INFO("what(): " << what);
+      REQUIRE_FALSE(e.operation().empty());
+      CHECK(what.rfind(e.operation() + ": ", 0) == 0);
+      CHECK(occurrences(what, e.operation()) == 1);
+      CHECK(what.find(e.status_name()) != std::string::npos);
+    }
+  }
 }
 
 // --- DeviceIndexGuard -------------------------------------------------------------
@@ -356,7 +427,7 @@ TEST_CASE("nested DeviceIndexGuards on two threads at once are independent", "[c
 
 // --- Stream ---------------------------------------------------------------------------
 
-TEST_CASE("Stream: create, query, synchronize, device, priority", "[cxx][stream]") {
+TEST_CASE("Stream: create / query / synchronize / device / priority", "[cxx][stream]") {
   reset_thread_state();
   accel::Stream s = accel::Stream::create(1, -1);
   CHECK(s.owns());
@@ -636,7 +707,7 @@ TEST_CASE("StreamGuard sets and restores the current stream and device", "[cxx][
 
 // --- Event ------------------------------------------------------------------------------
 
-TEST_CASE("Event: query, synchronize, device, errors", "[cxx][event]") {
+TEST_CASE("Event: query / synchronize / device / errors", "[cxx][event]") {
   reset_thread_state();
   accel::Event plain;
   CHECK_FALSE(plain.timing_enabled());
@@ -777,6 +848,25 @@ TEST_CASE("DeviceBuffer: round trip through std::span", "[cxx][memory]") {
     CHECK(out == in);
   }
 
+  SECTION("std::span arguments, also temporaries of one") {
+    accel::Stream s = accel::Stream::create(0);
+    std::vector<std::int32_t> in(64);
+    std::iota(in.begin(), in.end(), 1);
+    std::vector<std::int32_t> out(in.size(), 0);
+    accel::DeviceBuffer<std::int32_t> buf(in.size(), 0);
+    const std::span<const std::int32_t> src(in);
+    buf.copy_from(src, s);
+    buf.copy_to(std::span<std::int32_t>(out).first(32), s);
+    buf.copy_to(std::span<std::int32_t>(out).subspan(32), s, 32);
+    s.synchronize();
+    CHECK(out == in);
+    std::span<std::int32_t, 4> fixed(out.data(), 4);
+    buf.copy_to(fixed, s, 60);
+    s.synchronize();
+    CHECK(out[0] == 61);
+    CHECK(out[3] == 64);
+  }
+
   SECTION("default stream overloads use the current stream of the buffer's device") {
     accel::DeviceBuffer<double> d(8, 1);
     std::vector<double> v = {1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5};
@@ -810,7 +900,7 @@ TEST_CASE("DeviceBuffer: round trip through std::span", "[cxx][memory]") {
   }
 }
 
-TEST_CASE("DeviceBuffer: ownership, moves and memory stats", "[cxx][memory][move]") {
+TEST_CASE("DeviceBuffer: ownership / moves / memory stats", "[cxx][memory][move]") {
   reset_thread_state();
   accel::reset_peak_memory_stats(1);
   const accel::MemoryStats before = accel::memory_stats(1);

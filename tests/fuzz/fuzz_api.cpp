@@ -723,8 +723,7 @@ void op_stream_wait_event(Input& in) {
   const Event* me = e ? event_by_handle(e) : nullptr;
   Allowed ok;
   if (!ms || !me) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (ms->device != me->device) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
-  else ok.add(ACCEL_SUCCESS);
+  else ok.add(ACCEL_SUCCESS);  // any device: sim declares ACCEL_CAP_CROSS_DEVICE_WAIT
   expect(accel_stream_wait_event(s, e), ok);
 }
 
@@ -997,12 +996,16 @@ void op_memcpy(Input& in) {
     };
     return in_buf(G.sink) || in_buf(G.heap) || in_buf(G.pattern);
   };
-  if (dst == nullptr || src == nullptr || !valid_kind) {
+  // A zero-byte copy succeeds whatever the pointers once kind and stream are
+  // valid (accel.h, as CUDA and HIP).
+  if (!valid_kind) {
     ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
   } else if (s != nullptr && !ms) {
     ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
   } else if (bytes == 0) {
     ok.add(ACCEL_SUCCESS);
+  } else if (dst == nullptr || src == nullptr) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
   } else {
     accel_status_t st = dst_dev ? device_range_status(dst, bytes, sdev)
                                 : (find_alloc(dst) ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_SUCCESS);
@@ -1062,8 +1065,9 @@ void op_memset(Input& in) {
   size_t bytes = pick_copy_size(in, room);
   const Stream* ms = s ? stream_by_handle(s) : nullptr;
   Allowed ok;
-  if (dst == nullptr || (s != nullptr && !ms)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (bytes == 0) ok.add(ACCEL_SUCCESS);
+  if (s != nullptr && !ms) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (bytes == 0) ok.add(ACCEL_SUCCESS);  // whatever dst is
+  else if (dst == nullptr) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
   else ok.add(device_range_status(dst, bytes, stream_device_of(s)));
   if (expect(accel_memset_async(dst, value, bytes, s), ok) != ACCEL_SUCCESS || bytes == 0) return;
   const uint64_t serial = stream_serial_of(s);
@@ -1179,7 +1183,8 @@ void op_backend_info(Input& in) {
   c.check(st == ACCEL_SUCCESS);
   if (st == ACCEL_SUCCESS && ss >= sizeof(accel_backend_info_t)) {
     auto b = c.get<accel_backend_info_t>();
-    FZ_CHECK(b.name && b.path && b.reason, "a string of entry %zu is NULL", index);
+    FZ_CHECK(b.name && b.path && b.reason && b.runtime_version, "a string of entry %zu is NULL",
+             index);
     FZ_CHECK(std::strcmp(accel_backend_status_name(b.status), "unknown") != 0,
              "entry %zu has an unknown status %d", index, static_cast<int>(b.status));
   }

@@ -75,7 +75,7 @@ export ACCEL_PLUGIN_PATH="$build/backends/cuda"
 [ -d "$build/plugins/sim" ] && ACCEL_PLUGIN_PATH="$ACCEL_PLUGIN_PATH:$build/plugins/sim"
 export ACCEL_LOG_LEVEL=${ACCEL_LOG_LEVEL:-warn}
 accelctl="$build/tools/accelctl/accelctl"
-conformance="$build/tests/accel-conformance"
+conformance="$build/tests/conformance/accel-conformance"
 
 failed=()
 run() {  # run NAME CMD...: time it, keep going on failure

@@ -5,10 +5,13 @@ Each step stages `meson install` of the build tree into a fresh temporary
 DESTDIR outside the source tree, then uses that staged prefix the way an
 outside consumer would:
 
-  layout   files, symlinks and soname of the installed tree; accel.pc fields
+  layout   files, symlinks and soname of the installed tree; accel.pc fields;
+           the installed executables' RUNPATH, and that they start from the
+           stage without LD_LIBRARY_PATH
   c        the README's C example built through pkg-config and run
   cxx      the README's C++ example built through CMake find_package(accel)
-           and run; version checks and a C-only CMake consumer
+           and run; version checks, a C-only CMake consumer and a C++17
+           consumer through pkg-config
   plugin   the README's backend recipe: a copy of plugins/sim renamed to
            "oot", built against the staged accel_plugin.h alone, found by the
            staged accelctl via ACCEL_PLUGIN_PATH and passed by the staged
@@ -177,9 +180,10 @@ def step_layout(args, tmp):
 
     expect((st.plugindir / "accel-sim.so").is_file(),
            f"the sim plugin is installed in $libdir/accel/plugins ({st.plugindir})")
-    for exe in ("accelctl", "accel-conformance"):
+    for exe in args.exe:
         p = st.bindir / exe
         expect(p.is_file() and os.access(p, os.X_OK), f"bin/{exe} is installed")
+    check_executables_start(st, readelf, args.exe)
 
     # accel.pc
     pc = st.pcdir / "accel.pc"
@@ -211,6 +215,58 @@ def step_layout(args, tmp):
     expect(str(args.build_root) not in (st.cmakedir / "accelConfig.cmake").read_text()
            and str(args.source_root) not in (st.cmakedir / "accelConfig.cmake").read_text(),
            "accelConfig.cmake names no build or source path")
+
+
+def runpath_entries(readelf, path):
+    """The DT_RUNPATH entries of an ELF file, and whether it has a DT_RPATH."""
+    dyn = run([readelf, "-d", str(path)]).stdout
+    m = re.search(r"\(RUNPATH\)\s+Library runpath: \[([^\]]*)\]", dyn)
+    return (m.group(1).split(":") if m else []), "(RPATH)" in dyn
+
+
+def check_executables_start(st, readelf, names):
+    """The installed executables find the staged libaccelcore by themselves:
+    a RUNPATH relative to their folder ($ORIGIN), nothing of the build tree,
+    and they run with no LD_LIBRARY_PATH (as under a prefix that is in no
+    ld.so.conf, e.g. /opt/x)."""
+    exes = [st.bindir / e for e in names]
+    if readelf:
+        for exe in exes:
+            entries, has_rpath = runpath_entries(readelf, exe)
+            expect(not has_rpath, f"bin/{exe.name} has no DT_RPATH (RUNPATH only)")
+            expect(len(entries) == 1, f"bin/{exe.name} has one RUNPATH entry (got {entries})")
+            entry = entries[0]
+            if entry.startswith("$ORIGIN"):
+                target = Path(entry.replace("$ORIGIN", str(exe.parent), 1))
+            else:
+                # libdir configured outside the prefix: an absolute path.
+                target = Path(str(st.destdir) + entry)
+            expect(target.resolve() == st.libdir.resolve(),
+                   f"bin/{exe.name}'s RUNPATH {entry} leads to the installed libdir")
+            if not Path(st.args.libdir).is_absolute():
+                expect(entry.startswith("$ORIGIN/"),
+                       f"bin/{exe.name}'s RUNPATH is relative to the executable ({entry})")
+    else:
+        log("note: readelf not found; RUNPATH not checked")
+
+    env = st.env(ld_path=False)
+    env["ACCEL_SIM_DEVICES"] = "2"
+    ldd = shutil.which("ldd")
+    if ldd:
+        for exe in exes:
+            resolved = run([ldd, str(exe)], env=env).stdout
+            expect(re.search(r"libaccelcore\.so\.1 => " + re.escape(str(st.libdir)), resolved)
+                   is not None,
+                   f"bin/{exe.name} resolves libaccelcore.so.1 from the staged libdir by itself")
+    if "accelctl" in names:
+        p = run([str(st.bindir / "accelctl"), "backends", "--json"], env=env, check=False)
+        expect(p.returncode == 0, "the staged accelctl starts without LD_LIBRARY_PATH")
+        doc = json.loads(p.stdout)
+        expect(doc.get("current_accelerator") == "sim",
+               "the staged accelctl finds the staged sim plugin")
+    if "accel-conformance" in names:
+        p = run([str(st.bindir / "accel-conformance"), "--list-tests"], env=env, check=False)
+        expect(p.returncode == 0, "the staged accel-conformance starts without LD_LIBRARY_PATH")
 
 
 def step_c(args, tmp):
@@ -295,6 +351,55 @@ def step_cxx(args, tmp):
         m = re.search(rf"check{i} (\S*)", out)
         got = m is not None and m.group(1) in ("1", "ON", "TRUE", "YES")
         expect(got == want, f"find_package(accel {req}) {'succeeds' if want else 'is refused'}")
+
+    # A C++17 consumer of the installed accel.hpp (CUDA, HIP and SYCL code
+    # bases mostly are C++17), strict, through pkg-config.
+    if shutil.which("c++") is None or shutil.which("pkg-config") is None:
+        log("note: c++ or pkg-config missing; C++17 consumer not built")
+        return None
+    c17 = tmp / "consumer-cxx17"
+    c17.mkdir()
+    (c17 / "hello17.cpp").write_text(CXX17_CONSUMER)
+    run(["sh", "-c", "c++ -std=c++17 -Wall -Wextra -pedantic -Werror -o hello17 hello17.cpp "
+         "$(pkg-config --cflags --libs accel)"], cwd=c17, env=st.env())
+    run_env = st.env()
+    run_env["ACCEL_SIM_DEVICES"] = "2"
+    out = run([str(c17 / "hello17")], env=run_env).stdout
+    expect("c++17 round trip ok on device 1" in out,
+           "a C++17 consumer (-std=c++17 -pedantic -Werror) builds against the staged accel.hpp and runs")
+    return None
+
+
+CXX17_CONSUMER = """\
+#include <accel/accel.hpp>
+
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+int main() {
+  try {
+    accel::DeviceIndexGuard guard(accel::device_count() - 1);
+    accel::Stream stream = accel::Stream::create();
+    accel::Event start(accel::EventOptions{true});
+    accel::Event end(accel::EventOptions{true});
+    std::vector<int> in(1024), out(in.size());
+    std::iota(in.begin(), in.end(), 0);
+    accel::DeviceBuffer<int> buf(in.size());
+    stream.record(start);
+    buf.copy_from(in, stream);
+    buf.copy_to(out, stream);
+    stream.record(end);
+    end.synchronize();
+    std::printf("c++17 round trip %s on device %d in %f ms\\n", out == in ? "ok" : "MISMATCH",
+                accel::current_device_index(), start.elapsed_time(end).count());
+    return out == in ? 0 : 1;
+  } catch (const accel::Error& e) {
+    std::fprintf(stderr, "%s\\n", e.what());
+    return 1;
+  }
+}
+"""
 
 
 def step_plugin(args, tmp):
@@ -397,7 +502,12 @@ def main():
     ap.add_argument("--plugindir", required=True)
     ap.add_argument("--version", required=True)
     ap.add_argument("--sanitize", default="none", help="the build's b_sanitize option")
+    ap.add_argument("--exe", action="append", default=None,
+                    help="an executable meson installs in bindir (repeat); "
+                         "default: accelctl and accel-conformance")
     args = ap.parse_args()
+    if args.exe is None:
+        args.exe = ["accelctl", "accel-conformance"]
     args.meson = [args.meson]
 
     tmp = Path(tempfile.mkdtemp(prefix=f"accel-install-{args.step}-"))

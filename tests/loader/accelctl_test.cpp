@@ -13,7 +13,10 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "corpus.hpp"
 
@@ -136,7 +139,7 @@ const json* find_key(const json& j, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("accelctl --json with no variables: no accelerator, exit 0", "[accelctl]") {
+TEST_CASE("accelctl --json with no variables: no accelerator and exit 0", "[accelctl]") {
   RunResult r = run_accelctl({"--json"}, {});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 0);
@@ -244,6 +247,229 @@ TEST_CASE("accelctl bad usage exits 2", "[accelctl]") {
     INFO("args: " << args[0] << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit_code == 2);
     CHECK_FALSE(r.err.empty());  // says what was wrong
+  }
+}
+
+// --- JSON schema, runtime versions, --backend, logging ----------------------
+
+namespace {
+
+// A fresh plugin folder holding copies of the given ACCEL_TEST_MOD_* modules.
+std::string plugin_dir(const std::string& tag,
+                       const std::vector<std::pair<std::string, std::string>>& modules) {
+  const std::string dir = corpus::make_temp_dir(tag);
+  g_cleanup.push_back(dir);
+  for (const auto& [var, file] : modules) corpus::copy_module(var, dir + "/" + file);
+  return dir;
+}
+
+const json* entry_named(const json& doc, const std::string& name) {
+  if (!doc.contains("backends") || !doc["backends"].is_array()) return nullptr;
+  for (const auto& e : doc["backends"])
+    if (str_field(e, "name") == name) return &e;
+  return nullptr;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The lines of `text` that accel's logger wrote.
+std::vector<std::string> accel_log_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("[accel]") != std::string::npos) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("accelctl --json: every document carries schema_version 1", "[accelctl][json]") {
+  const std::string dir = plugin_dir("schema", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
+  const std::map<std::string, std::string> env = {{"ACCEL_PLUGIN_PATH", dir},
+                                                  {"ACCEL_SIM_DEVICES", "1"}};
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--json"}, {"backends", "--json"}, {"devices", "--json"}, {"selftest", "--json"}}) {
+    RunResult r = run_accelctl(args, env);
+    INFO("args: " << args[0] << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    json j = parse_or_fail(r);
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("schema_version"));
+    CHECK(j["schema_version"].is_number_integer());
+    CHECK(j["schema_version"] == 1);
+  }
+  // The no-accelerator form of selftest's document too.
+  RunResult r = run_accelctl({"selftest", "--json"},
+                             {{"ACCEL_PLUGIN_PATH", plugin_dir("schema-empty", {})}});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit_code == 1);
+  json j = parse_or_fail(r);
+  CHECK(j.value("schema_version", 0) == 1);
+}
+
+TEST_CASE("accelctl backends and devices show the runtime version", "[accelctl][runtime-version]") {
+  const std::string dir = plugin_dir("runtime-version", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"},
+                                                         {"ACCEL_TEST_MOD_ABI10", "accel-abi10.so"}});
+  const std::map<std::string, std::string> env = {{"ACCEL_PLUGIN_PATH", dir},
+                                                  {"ACCEL_SIM_DEVICES", "2"}};
+  {
+    RunResult r = run_accelctl({"backends", "--json"}, env);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    json j = parse_or_fail(r);
+    const json* sim = entry_named(j, "sim");
+    REQUIRE(sim != nullptr);
+    CHECK(starts_with(str_field(*sim, "runtime_version"), "accel sim "));
+    // A plugin built for ABI 1.0 (no runtime_version member) still loads.
+    const json* old = entry_named(j, "abi10");
+    REQUIRE(old != nullptr);
+    CHECK(str_field(*old, "status") == "no_devices");
+    CHECK(str_field(*old, "abi_version") == "1.0");
+    REQUIRE(old->contains("runtime_version"));
+    CHECK((*old)["runtime_version"].is_null());
+  }
+  {
+    RunResult r = run_accelctl({"backends"}, env);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("runtime: accel sim "));
+    CHECK_THAT(r.out, Catch::Contains("runtime: unknown (plugin ABI 1.0)"));
+  }
+  {
+    RunResult r = run_accelctl({"devices", "--json"}, env);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    json j = parse_or_fail(r);
+    CHECK(starts_with(str_field(j, "runtime_version"), "accel sim "));
+  }
+  {
+    RunResult r = run_accelctl({"devices"}, env);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("Runtime: accel sim "));
+  }
+}
+
+TEST_CASE("accelctl --backend works with every command before or after it", "[accelctl][backend]") {
+  const std::string dir = plugin_dir("backend-option", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"},
+                                                        {"ACCEL_TEST_MOD_TINY", "accel-tiny.so"}});
+  // ACCEL_BACKEND names sim: --backend must win over it.
+  const std::map<std::string, std::string> env = {{"ACCEL_PLUGIN_PATH", dir},
+                                                  {"ACCEL_SIM_DEVICES", "2"},
+                                                  {"ACCEL_TINY_DEVICES", "1"},
+                                                  {"ACCEL_BACKEND", "sim"}};
+  auto current_of = [&](const std::vector<std::string>& args, int want_exit) {
+    RunResult r = run_accelctl(args, env);
+    std::string shown;
+    for (const auto& a : args) shown += a + " ";
+    INFO("args: " << shown << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == want_exit);
+    json j = parse_or_fail(r);
+    REQUIRE(j.is_object());
+    return j;
+  };
+  CHECK(current_of({"devices", "--json"}, 0)["current_accelerator"] == "sim");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--backend", "tiny", "--json"},
+           {"--backend", "tiny", "devices", "--json"},
+           {"devices", "--backend", "tiny", "--json"},
+           {"--json", "backends", "--backend=tiny"},
+           {"--backend", "tiny", "backends", "--json"}}) {
+    json j = current_of(args, 0);
+    CHECK(j["current_accelerator"] == "tiny");
+    if (j.contains("device_count")) CHECK(j["device_count"] == 1);
+    if (const json* tiny = entry_named(j, "tiny")) CHECK((*tiny)["current"] == true);
+  }
+  json none = current_of({"--backend", "nosuch", "--json"}, 0);
+  CHECK(none["current_accelerator"].is_null());
+  CHECK_THAT(str_field(none, "selection_reason"), Catch::Contains("nosuch"));
+  // selftest keeps its own spelling, and the global one works for it too.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"selftest", "--backend", "sim", "--json"}, {"--backend", "sim", "selftest", "--json"}}) {
+    RunResult r = run_accelctl(args, {{"ACCEL_PLUGIN_PATH", dir},
+                                      {"ACCEL_SIM_DEVICES", "1"},
+                                      {"ACCEL_TINY_DEVICES", "1"},
+                                      {"ACCEL_BACKEND", "tiny"}});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(parse_or_fail(r)["backend"] == "sim");
+  }
+  RunResult missing = run_accelctl({"devices", "--backend"}, env);
+  CHECK(missing.exit_code == 2);  // the option needs a value
+}
+
+TEST_CASE("ACCEL_LOG_LEVEL is read in any case", "[accelctl][log]") {
+  const std::string dir = plugin_dir("log-case", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
+  for (const std::string level : {"DEBUG", "Debug", "debug", "TRACE"}) {
+    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
+                                            {"ACCEL_SIM_DEVICES", "1"},
+                                            {"ACCEL_LOG_LEVEL", level}});
+    INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("[debug]"));
+    CHECK_THAT(r.err, !Catch::Contains("ACCEL_LOG_LEVEL="));
+  }
+  for (const std::string level : {"WARN", "Warn", "ERROR", "Off"}) {
+    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
+                                            {"ACCEL_SIM_DEVICES", "1"},
+                                            {"ACCEL_LOG_LEVEL", level}});
+    INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, !Catch::Contains("[debug]"));
+    CHECK_THAT(r.err, !Catch::Contains("[info]"));
+    CHECK_THAT(r.err, !Catch::Contains("ACCEL_LOG_LEVEL="));
+  }
+}
+
+TEST_CASE("an unknown ACCEL_LOG_LEVEL warns once and keeps the default", "[accelctl][log]") {
+  const std::string dir = plugin_dir("log-unknown", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
+  corpus::write_text(dir + "/accel-broken.so", "not a shared object\n");  // a warning to see
+  RunResult r = run_accelctl({"backends"}, {{"ACCEL_PLUGIN_PATH", dir},
+                                            {"ACCEL_SIM_DEVICES", "1"},
+                                            {"ACCEL_LOG_LEVEL", "verbose"}});
+  INFO("stderr:\n" << r.err);
+  CHECK(r.exit_code == 0);
+  int warnings = 0;
+  for (const auto& line : accel_log_lines(r.err))
+    if (line.find("ACCEL_LOG_LEVEL='verbose'") != std::string::npos) ++warnings;
+  CHECK(warnings == 1);
+  CHECK_THAT(r.err, Catch::Contains("using warn"));
+  CHECK_THAT(r.err, Catch::Contains("rejected"));  // warn is on: not "off"
+  CHECK_THAT(r.err, !Catch::Contains("[debug]"));
+  CHECK_THAT(r.err, !Catch::Contains("[info]"));
+}
+
+TEST_CASE("log lines carry time and thread id at debug and trace only", "[accelctl][log]") {
+  const std::string dir = plugin_dir("log-format", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
+  corpus::write_text(dir + "/accel-broken.so", "not a shared object\n");
+  const std::regex detailed(
+      R"(^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}\] \[accel\] \[[a-z]+\] \[tid \d+\] .+)");
+  for (const std::string level : {"debug", "trace"}) {
+    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
+                                            {"ACCEL_SIM_DEVICES", "1"},
+                                            {"ACCEL_LOG_LEVEL", level}});
+    INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
+    const auto lines = accel_log_lines(r.err);
+    CHECK(lines.size() >= 2);
+    bool saw_warning = false;
+    for (const auto& line : lines) {
+      INFO("line: " << line);
+      CHECK(std::regex_match(line, detailed));
+      saw_warning = saw_warning || line.find("[warning]") != std::string::npos;
+    }
+    CHECK(saw_warning);  // the same format for every line at this level
+  }
+  // At the default level (warn) only the short form: no time, no thread.
+  RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "1"}});
+  INFO("stderr:\n" << r.err);
+  const auto lines = accel_log_lines(r.err);
+  REQUIRE_FALSE(lines.empty());  // the broken plugin's rejection
+  for (const auto& line : lines) {
+    INFO("line: " << line);
+    CHECK(starts_with(line, "[accel] [warning] "));
+    CHECK(line.find("[tid ") == std::string::npos);
   }
 }
 

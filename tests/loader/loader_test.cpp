@@ -7,6 +7,13 @@
 //   accel-loader-test --scenario named-no-devices ACCEL_BACKEND=sim, sim has 0 devices
 //   accel-loader-test --scenario no-plugins       an empty plugin path
 //   accel-loader-test --scenario minimal          only the tiny plugin (NULL optionals)
+//   accel-loader-test --scenario reentry          a plugin calling accel from its callbacks
+//   accel-loader-test --scenario copies           three copies of one backend, two unusable
+//   accel-loader-test --scenario copies-named     the same, with ACCEL_BACKEND naming it
+//   accel-loader-test --scenario path-duplicates  one folder spelled three ways, and a file
+//   accel-loader-test --scenario priority         a dropped-in plugin claiming priority 500
+//   accel-loader-test --scenario tie              two plugins of equal priority
+//   accel-loader-test --scenario bad-name         a plugin with an invalid backend name
 //
 // main() prepares the environment (setenv) BEFORE the first accel call and
 // then runs the Catch2 test cases tagged with the scenario's name.
@@ -198,7 +205,7 @@ TEST_CASE("the process survived and the chosen backend works", "[hostile]") {
 
 // --- absent backend ------------------------------------------------------------
 
-TEST_CASE("ACCEL_BACKEND naming an absent backend: no accelerator, no fallback",
+TEST_CASE("ACCEL_BACKEND naming an absent backend: no accelerator and no fallback",
           "[absent-backend]") {
   CHECK(accel_is_available() == 0);
   CHECK(accel_current_accelerator() == nullptr);
@@ -241,7 +248,7 @@ TEST_CASE("ACCEL_BACKEND naming a backend without devices: no accelerator",
 
 // --- no plugins -------------------------------------------------------------------
 
-TEST_CASE("no plugins at all: not available, nothing works, everything says why",
+TEST_CASE("no plugins at all: not available / nothing works / everything says why",
           "[no-plugins]") {
   // First call from many threads at once: lazy init must cope.
   std::vector<std::thread> ts;
@@ -310,7 +317,7 @@ TEST_CASE("no plugins at all: not available, nothing works, everything says why"
 
 // --- minimal plugin ----------------------------------------------------------------
 
-TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED, naming both",
+TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED naming both",
           "[minimal]") {
   REQUIRE(accel_is_available() == 1);
   REQUIRE(accel_current_accelerator() != nullptr);
@@ -395,6 +402,150 @@ TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED, naming bot
   CHECK(accel_stream_destroy(s) == ACCEL_SUCCESS);
 }
 
+// --- re-entry ---------------------------------------------------------------------
+
+// The plugin itself checks each nested call (tests/bad_plugins, BAD_REENTER)
+// and fails its callback unless it got ACCEL_ERROR_REENTRANT naming it: the
+// backend works only if all three were refused. Before, init deadlocked.
+TEST_CASE("a plugin calling accel from init / lazy_init / default_stream is refused and not hung",
+          "[reentry]") {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  const Entry* e = find_by_name(es, "reenter");
+  REQUIRE(e != nullptr);
+  CHECK(e->status == corpus::kAvailable);  // init's nested call was refused
+  REQUIRE(accel_is_available() == 1);
+  accel_stream_t s = nullptr;
+  accel_status_t st = accel_stream_create(0, 0, &s);  // runs lazy_init
+  INFO(accel_last_error());
+  REQUIRE(st == ACCEL_SUCCESS);
+  accel_stream_t def = nullptr;
+  st = accel_current_stream(1, &def);  // runs default_stream
+  INFO(accel_last_error());
+  CHECK(st == ACCEL_SUCCESS);
+  CHECK(accel_stream_destroy(s) == ACCEL_SUCCESS);
+  // The status has a name and a message like every other.
+  CHECK(std::string(accel_status_name(ACCEL_ERROR_REENTRANT)) == "ACCEL_ERROR_REENTRANT");
+}
+
+// --- copies of one backend ------------------------------------------------------------
+
+namespace {
+std::vector<Entry> copies_of(const std::vector<Entry>& es, const std::string& name) {
+  std::vector<Entry> out;
+  for (const auto& e : es)
+    if (e.name == name) out.push_back(e);
+  return out;
+}
+
+void check_copies() {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  INFO("selection: " << accel_selection_reason());
+  const auto vend = copies_of(es, "vend");
+  REQUIRE(vend.size() == 3);
+  CHECK(vend[0].status == corpus::kRejected);
+  CHECK(vend[1].status == corpus::kUnavailable);
+  CHECK(vend[2].status == corpus::kAvailable);
+  // The unusable copies neither shadow the good one nor stay silent about it.
+  for (int i = 0; i < 2; ++i) {
+    CHECK(vend[i].reason.find("provided by the later copy " + vend[2].path) != std::string::npos);
+    CHECK(vend[i].is_current == 0);
+  }
+  CHECK(vend[2].is_current == 1);
+  REQUIRE(accel_current_accelerator() != nullptr);
+  CHECK(std::string(accel_current_accelerator()) == "vend");
+  CHECK(accel_device_count() == 1);
+}
+}  // namespace
+
+TEST_CASE("copies of one backend: the usable copy serves it and the others say so", "[copies]") {
+  check_copies();
+}
+
+TEST_CASE("ACCEL_BACKEND picks the copy automatic selection would pick", "[copies-named]") {
+  check_copies();
+  CHECK(std::string(accel_selection_reason()).find("ACCEL_BACKEND=vend") != std::string::npos);
+}
+
+// --- search-path duplicates ----------------------------------------------------------
+
+TEST_CASE("one folder listed three ways is searched once and listed thrice; a file entry says "
+          "what to do",
+          "[path-duplicates]") {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  const std::string path = std::getenv("ACCEL_PLUGIN_PATH");
+  std::vector<std::string> parts;
+  for (size_t a = 0, b; a <= path.size(); a = b + 1) {
+    b = path.find(':', a);
+    if (b == std::string::npos) b = path.size();
+    parts.push_back(path.substr(a, b - a));
+  }
+  REQUIRE(parts.size() == 4);
+  // The tiny plugin was loaded once.
+  CHECK(copies_of(es, "tiny").size() == 1);
+  for (size_t i = 1; i < 3; ++i) {
+    INFO("entry " << parts[i]);
+    const Entry* row = nullptr;
+    for (const auto& e : es)
+      if (e.path == parts[i]) row = &e;
+    REQUIRE(row != nullptr);
+    CHECK(row->status == corpus::kDuplicate);
+    CHECK(row->reason.find("ACCEL_PLUGIN_PATH entry '" + parts[i] + "'") != std::string::npos);
+    CHECK(row->reason.find("same directory as the earlier entry '" + parts[0] + "'") !=
+          std::string::npos);
+  }
+  const Entry* file = nullptr;
+  for (const auto& e : es)
+    if (e.path == parts[3]) file = &e;
+  REQUIRE(file != nullptr);
+  CHECK(file->status == corpus::kRejected);
+  CHECK(file->reason.find("ACCEL_PLUGIN_PATH entry '" + parts[3] + "' is a file") !=
+        std::string::npos);
+  CHECK(file->reason.find("list its directory ('" + parts[0] + "')") != std::string::npos);
+}
+
+// --- priorities --------------------------------------------------------------------
+
+TEST_CASE("a dropped-in plugin cannot claim a vendor priority", "[priority]") {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  const Entry* loud = find_by_name(es, "loud");
+  REQUIRE(loud != nullptr);
+  CHECK(loud->priority == 99);
+  CHECK(loud->reason.find("priority 500 lowered to 99") != std::string::npos);
+  // sim comes from this build's own plugin folder: its priority is its own.
+  const Entry* sim = find_by_name(es, "sim");
+  REQUIRE(sim != nullptr);
+  CHECK(sim->priority == 10);
+  CHECK(sim->reason.find("lowered") == std::string::npos);
+  REQUIRE(accel_current_accelerator() != nullptr);
+  CHECK(std::string(accel_current_accelerator()) == "loud");  // 99 still beats sim's 10
+}
+
+TEST_CASE("a priority tie is broken by name and the reason says so", "[tie]") {
+  const std::string reason = accel_selection_reason();
+  INFO(reason);
+  REQUIRE(accel_current_accelerator() != nullptr);
+  CHECK(std::string(accel_current_accelerator()) == "tiny");  // "tiny" < "vend"
+  CHECK(reason.find("tied with 'vend'") != std::string::npos);
+  CHECK(reason.find("by name") != std::string::npos);
+}
+
+TEST_CASE("an invalid backend name is echoed in the reason", "[bad-name]") {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  bool seen = false;
+  for (const auto& e : es) {
+    if (e.path.find("accel-badname.so") == std::string::npos) continue;
+    seen = true;
+    CHECK(e.status == corpus::kRejected);
+    CHECK(e.reason.find("'Bad-Name'") != std::string::npos);
+  }
+  CHECK(seen);
+}
+
 // --- main ------------------------------------------------------------------------
 
 namespace {
@@ -429,6 +580,52 @@ int setup_scenario(accel_test::Parsed& parsed) {
     corpus::copy_module("ACCEL_TEST_MOD_TINY", dir + "/accel-tiny.so");
     setenv("ACCEL_PLUGIN_PATH", dir.c_str(), 1);
     setenv("ACCEL_TINY_DEVICES", "2", 1);
+  } else if (g_scenario == "reentry") {
+    const std::string dir = corpus::make_temp_dir("reentry");
+    g_cleanup.push_back(dir);
+    corpus::copy_module("ACCEL_TEST_MOD_REENTER", dir + "/accel-reenter.so");
+    setenv("ACCEL_PLUGIN_PATH", dir.c_str(), 1);
+    setenv("ACCEL_TINY_DEVICES", "2", 1);
+  } else if (g_scenario == "copies" || g_scenario == "copies-named") {
+    // A/accel-vend.so: init fails; B/accel-vend.so: vendor library missing;
+    // C/accel-vend.so: works. Searched in that order.
+    std::string path;
+    for (const char* variant : {"ACCEL_TEST_MOD_VEND_FAIL", "ACCEL_TEST_MOD_VEND_UNAVAIL",
+                                "ACCEL_TEST_MOD_VEND"}) {
+      const std::string dir = corpus::make_temp_dir("copies");
+      g_cleanup.push_back(dir);
+      corpus::copy_module(variant, dir + "/accel-vend.so");
+      path += (path.empty() ? "" : ":") + dir;
+    }
+    setenv("ACCEL_PLUGIN_PATH", path.c_str(), 1);
+    setenv("ACCEL_TINY_DEVICES", "1", 1);
+    if (g_scenario == "copies-named") setenv("ACCEL_BACKEND", "vend", 1);
+  } else if (g_scenario == "path-duplicates") {
+    const std::string dir = corpus::make_temp_dir("pathdup");
+    g_cleanup.push_back(dir);
+    corpus::copy_module("ACCEL_TEST_MOD_TINY", dir + "/accel-tiny.so");
+    const std::string link = dir + "-link";
+    std::filesystem::create_directory_symlink(dir, link);
+    g_cleanup.push_back(link);
+    const std::string path = dir + ":" + dir + "/:" + link + ":" + dir + "/accel-tiny.so";
+    setenv("ACCEL_PLUGIN_PATH", path.c_str(), 1);
+    setenv("ACCEL_TINY_DEVICES", "1", 1);
+  } else if (g_scenario == "priority" || g_scenario == "tie") {
+    const std::string dir = corpus::make_temp_dir(g_scenario);
+    g_cleanup.push_back(dir);
+    if (g_scenario == "priority") corpus::copy_module("ACCEL_TEST_MOD_LOUD", dir + "/accel-loud.so");
+    corpus::copy_module("ACCEL_TEST_MOD_TINY", dir + "/accel-tiny.so");
+    corpus::copy_module("ACCEL_TEST_MOD_VEND", dir + "/accel-vend.so");
+    // sim from this build's own folder (priority 10), next to them.
+    const std::string path = dir + ":" + corpus::env_or_die("ACCEL_TEST_SIM_DIR");
+    setenv("ACCEL_PLUGIN_PATH", path.c_str(), 1);
+    setenv("ACCEL_TINY_DEVICES", "1", 1);
+    setenv("ACCEL_SIM_DEVICES", g_scenario == "tie" ? "0" : "1", 1);
+  } else if (g_scenario == "bad-name") {
+    const std::string dir = corpus::make_temp_dir("badname");
+    g_cleanup.push_back(dir);
+    corpus::copy_module("ACCEL_TEST_MOD_BAD_NAME", dir + "/accel-badname.so");
+    setenv("ACCEL_PLUGIN_PATH", dir.c_str(), 1);
   } else {
     std::fprintf(stderr, "accel-loader-test: --scenario is required (see --help)\n");
     return 2;

@@ -44,9 +44,16 @@ std::vector<BackendEntry> gather_backends() {
     e.device_count = info.device_count;
     e.capabilities = info.capabilities;
     e.current = info.is_current != 0;
+    e.runtime_version = safe(info.runtime_version);
     out.push_back(std::move(e));
   }
   return out;
+}
+
+const BackendEntry* find_current(const std::vector<BackendEntry>& entries) {
+  for (const auto& e : entries)
+    if (e.current) return &e;
+  return nullptr;
 }
 
 DeviceEntry gather_device(int32_t index) {
@@ -107,6 +114,18 @@ std::string gib_string(uint64_t bytes) {
 
 std::string display_name(const std::string& name) { return name.empty() ? "(unnamed)" : name; }
 
+std::string runtime_version_text(const BackendEntry& e) {
+  if (!e.runtime_version.empty()) return e.runtime_version;
+  if (e.status != "available" && e.status != "no_devices") return "-";
+  // Plugin ABI 1.0 has no runtime_version member (accel_plugin.h changelog).
+  if (e.abi_major == 1 && e.abi_minor == 0) return "unknown (plugin ABI 1.0)";
+  return "unknown";
+}
+
+nlohmann::json runtime_version_json(const BackendEntry& e) {
+  return e.runtime_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.runtime_version);
+}
+
 nlohmann::json current_accelerator_json() {
   const char* cur = accel_current_accelerator();
   return cur != nullptr ? nlohmann::json(cur) : nlohmann::json(nullptr);
@@ -123,6 +142,7 @@ nlohmann::json to_json(const BackendEntry& e) {
       {"device_count", e.device_count},
       {"capabilities", capability_words(e.capabilities)},
       {"current", e.current},
+      {"runtime_version", runtime_version_json(e)},
   };
 }
 
@@ -152,6 +172,11 @@ nlohmann::json to_json(const DeviceEntry& d) {
 
 std::string json_text(const nlohmann::json& value) {
   return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string json_document(nlohmann::json doc) {
+  doc["schema_version"] = kJsonSchemaVersion;
+  return json_text(doc);
 }
 
 }  // namespace accelctl

@@ -13,6 +13,10 @@
 
 namespace accelctl {
 
+// The shape of every JSON document `--json` prints, as its top-level
+// "schema_version". README.md ("JSON output") says when it changes.
+constexpr int kJsonSchemaVersion = 1;
+
 // One discovery entry (accel_get_backend_info), copied out of the library.
 struct BackendEntry {
   std::string name;
@@ -25,6 +29,7 @@ struct BackendEntry {
   int32_t device_count = 0;
   uint32_t capabilities = 0;
   bool current = false;
+  std::string runtime_version;  // vendor driver/runtime version; "" when unknown
 };
 
 // Properties of one device of the current accelerator.
@@ -44,6 +49,8 @@ struct DeviceEntry {
 std::string failure_detail(const char* call, accel_status_t status);
 
 std::vector<BackendEntry> gather_backends();
+// The current accelerator's entry, or nullptr.
+const BackendEntry* find_current(const std::vector<BackendEntry>& entries);
 DeviceEntry gather_device(int32_t index);
 
 // Capability bits as words, in bit order.
@@ -54,6 +61,12 @@ std::string uuid_string(const uint8_t uuid[16]);
 std::string gib_string(uint64_t bytes);
 // A backend name for text output ("(unnamed)" for "").
 std::string display_name(const std::string& name);
+// The runtime version for text output: the plugin's text, "-" for an entry
+// that did not load, "unknown (plugin ABI 1.0)" for a plugin older than the
+// runtime_version member, else "unknown".
+std::string runtime_version_text(const BackendEntry& entry);
+// The runtime version for JSON: the plugin's text, or null when unknown.
+nlohmann::json runtime_version_json(const BackendEntry& entry);
 
 // Current accelerator as JSON (string or null).
 nlohmann::json current_accelerator_json();
@@ -63,5 +76,8 @@ nlohmann::json to_json(const DeviceEntry& entry);
 // Serialises with 2-space indent; invalid UTF-8 (from paths, dlerror text) is
 // replaced instead of throwing.
 std::string json_text(const nlohmann::json& value);
+// A whole `--json` document: `doc` (an object) with "schema_version" added,
+// serialised as json_text does.
+std::string json_document(nlohmann::json doc);
 
 }  // namespace accelctl

@@ -1,5 +1,5 @@
 // main.cpp - accelctl command-line wiring (CLI11). No accel call happens
-// before parsing finishes: `selftest --backend` must reach ACCEL_BACKEND first.
+// before parsing finishes: `--backend` must reach ACCEL_BACKEND first.
 #include <accel/accel.h>
 
 #include <CLI/CLI.hpp>
@@ -21,11 +21,24 @@ constexpr const char* kDescription =
     "why) and one line per backend candidate (name, status, devices, reason).\n"
     "Exits 0 even when no accelerator is available.\n"
     "\n"
+    "--backend NAME and --json are accepted before or after any subcommand.\n"
+    "JSON: {\"schema_version\", \"version\", \"current_accelerator\", \"selection_reason\",\n"
+    "\"device_count\", \"backends\": [...]}; every JSON document has \"schema_version\"\n"
+    "(1 for this shape).\n"
+    "\n"
     "Environment: ACCEL_PLUGIN_PATH (extra plugin directories, colon-separated,\n"
     "absolute), ACCEL_BACKEND (force a backend), ACCEL_LOG_LEVEL (trace..off).";
 
 void add_json_flag(CLI::App& app, bool& json) {
   app.add_flag("--json", json, "Print machine-readable JSON instead of text");
+}
+
+// On the app and on every subcommand, all writing the same string, so the
+// option is global whichever side of the subcommand it is given on.
+void add_backend_option(CLI::App& app, std::string& name) {
+  app.add_option("--backend", name,
+                 "Use exactly this backend (sets ACCEL_BACKEND for this process, over any "
+                 "value it had)");
 }
 
 }  // namespace
@@ -38,6 +51,8 @@ int main(int argc, char** argv) {
 
   bool json = false;
   add_json_flag(app, json);
+  std::string backend_name;
+  add_backend_option(app, backend_name);
 
   CLI::App* backends = app.add_subcommand("backends", "List every backend candidate and its status");
   backends->footer(
@@ -45,9 +60,12 @@ int main(int argc, char** argv) {
       "(available, no_devices, unavailable, rejected, duplicate), the reason for it,\n"
       "plugin ABI version, priority, device count, declared capabilities\n"
       "(native_current_device, fork_safe, timing_events, host_functions,\n"
-      "stream_priorities) and which one is the current accelerator (*).\n"
-      "JSON: {\"current_accelerator\", \"selection_reason\", \"backends\": [...]}.");
+      "stream_priorities), the vendor driver/runtime version the plugin reports\n"
+      "and which one is the current accelerator (*).\n"
+      "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
+      "\"backends\": [{..., \"runtime_version\"}]}.");
   add_json_flag(*backends, json);
+  add_backend_option(*backends, backend_name);
 
   CLI::App* devices =
       app.add_subcommand("devices", "Show the devices of the current accelerator");
@@ -55,11 +73,12 @@ int main(int argc, char** argv) {
       "Show the properties of every device of the current accelerator: name, vendor,\n"
       "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"
       "and free/total memory where the backend can tell (else 'not supported', null\n"
-      "in JSON). Exits 1 if a device could not be queried.\n"
-      "JSON: {\"current_accelerator\", \"selection_reason\", \"device_count\", \"devices\": [...]}.");
+      "in JSON), after the backend's vendor driver/runtime version.\n"
+      "Exits 1 if a device could not be queried.\n"
+      "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
+      "\"runtime_version\", \"device_count\", \"devices\": [...]}.");
   add_json_flag(*devices, json);
-
-  std::string backend_name;
+  add_backend_option(*devices, backend_name);
   CLI::App* selftest =
       app.add_subcommand("selftest", "Run a short workload on every device (PASS/FAIL per check)");
   selftest->footer(
@@ -70,10 +89,9 @@ int main(int argc, char** argv) {
       "event query/synchronize, 1 MiB memory round-trip (H2D, memset, D2D, D2H),\n"
       "memory statistics, host function order, device synchronize.\n"
       "Exits 0 if all checks passed, 1 if any failed or no accelerator is available.\n"
-      "JSON: {\"backend\", \"devices\": [{\"index\", \"checks\": [{\"name\", \"passed\",\n"
-      "\"detail\"}]}], \"passed\"}.");
-  selftest->add_option("--backend", backend_name,
-                       "Test this backend (sets ACCEL_BACKEND for this process)");
+      "JSON: {\"schema_version\", \"backend\", \"devices\": [{\"index\", \"checks\":\n"
+      "[{\"name\", \"passed\", \"detail\"}]}], \"passed\"}.");
+  add_backend_option(*selftest, backend_name);
   add_json_flag(*selftest, json);
 
   try {
@@ -83,15 +101,15 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  // Discovery reads ACCEL_BACKEND once, at the first accel call: set it now,
+  // for every command.
+  if (!backend_name.empty() && setenv("ACCEL_BACKEND", backend_name.c_str(), 1) != 0) {
+    std::perror("accelctl: setenv ACCEL_BACKEND");
+    return 1;
+  }
+
   try {
-    if (selftest->parsed()) {
-      // Discovery reads ACCEL_BACKEND once, at the first accel call: set it now.
-      if (!backend_name.empty() && setenv("ACCEL_BACKEND", backend_name.c_str(), 1) != 0) {
-        std::perror("accelctl: setenv ACCEL_BACKEND");
-        return 1;
-      }
-      return accelctl::run_selftest(json);
-    }
+    if (selftest->parsed()) return accelctl::run_selftest(json);
     if (backends->parsed()) return accelctl::run_backends(json);
     if (devices->parsed()) return accelctl::run_devices(json);
     return accelctl::run_summary(json);

@@ -60,7 +60,7 @@ int run_summary(bool json) {
         {"device_count", accel_device_count()},
         {"backends", backends_json(entries)},
     };
-    fmt::print("{}\n", json_text(j));
+    fmt::print("{}\n", json_document(std::move(j)));
     return 0;
   }
   fmt::print("accel {}\n", accel_version());
@@ -87,7 +87,7 @@ int run_backends(bool json) {
         {"selection_reason", accel_selection_reason()},
         {"backends", backends_json(entries)},
     };
-    fmt::print("{}\n", json_text(j));
+    fmt::print("{}\n", json_document(std::move(j)));
     return 0;
   }
   print_current_header();
@@ -104,8 +104,9 @@ int run_backends(bool json) {
     fmt::print("  {} {:<{}}  {:<11}  {:>7}  {:>8}  {:<5}  {}\n", e.current ? '*' : ' ',
                display_name(e.name), nw, e.status, e.device_count, e.priority,
                fmt::format("{}.{}", e.abi_major, e.abi_minor), or_dash(caps));
-    fmt::print("      path:   {}\n", or_dash(e.path));
-    fmt::print("      reason: {}\n", or_dash(e.reason));
+    fmt::print("      path:    {}\n", or_dash(e.path));
+    fmt::print("      reason:  {}\n", or_dash(e.reason));
+    fmt::print("      runtime: {}\n", runtime_version_text(e));
   }
   fmt::print("\n(* = current accelerator)\n");
   return 0;
@@ -119,6 +120,10 @@ int run_devices(bool json) {
     devices.push_back(gather_device(i));
     ok = ok && devices.back().ok();
   }
+  // After the devices: their queries initialised the backend, and some
+  // vendors (hip) tell their version only from an initialised runtime.
+  const auto entries = gather_backends();
+  const BackendEntry* current = find_current(entries);
   if (json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& d : devices) list.push_back(to_json(d));
@@ -127,11 +132,14 @@ int run_devices(bool json) {
         {"selection_reason", accel_selection_reason()},
         {"device_count", count},
         {"devices", list},
+        {"runtime_version",
+         current != nullptr ? runtime_version_json(*current) : nlohmann::json(nullptr)},
     };
-    fmt::print("{}\n", json_text(j));
+    fmt::print("{}\n", json_document(std::move(j)));
     return ok ? 0 : 1;
   }
   print_current_header();
+  if (current != nullptr) fmt::print("Runtime: {}\n", runtime_version_text(*current));
   if (devices.empty()) fmt::print("No devices.\n");
   for (const auto& d : devices) {
     fmt::print("\n");

@@ -41,7 +41,7 @@ int run_selftest(bool json) {
                           {"selection_reason", accel_selection_reason()},
                           {"devices", nlohmann::json::array()},
                           {"passed", false}};
-      fmt::print("{}\n", json_text(j));
+      fmt::print("{}\n", json_document(std::move(j)));
     } else {
       fmt::print("selftest: no accelerator available: {}\n", accel_selection_reason());
     }
@@ -88,7 +88,7 @@ int run_selftest(bool json) {
     nlohmann::json j = {{"backend", backend},
                         {"devices", std::move(devices)},
                         {"passed", all_passed}};
-    fmt::print("{}\n", json_text(j));
+    fmt::print("{}\n", json_document(std::move(j)));
   } else {
     fmt::print("\nselftest {}: {} passed, {} failed, {} skipped\n",
                all_passed ? "PASSED" : "FAILED", n_pass, n_fail, n_skip);

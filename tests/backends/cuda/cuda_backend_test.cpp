@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -128,7 +129,7 @@ void roundtrip(int32_t device) {
 
 }  // namespace
 
-TEST_CASE("a missing driver library is unavailable, naming it", "[missing]") {
+TEST_CASE("a missing driver library is unavailable and named", "[missing]") {
   Info i = cuda_info();
   REQUIRE(i.found);
   INFO("reason: " << i.reason);
@@ -163,7 +164,7 @@ TEST_CASE("the toolkit's stub library says no NVIDIA driver is installed", "[stu
   CHECK_THAT(i.reason, Catch::Contains("CUDA_ERROR_STUB_LIBRARY"));
 }
 
-TEST_CASE("driver present, no device: no_devices with the reason", "[no-devices]") {
+TEST_CASE("driver present but no device: no_devices with the reason", "[no-devices]") {
   Info i = cuda_info();
   REQUIRE(i.found);
   INFO("reason: " << i.reason);
@@ -176,7 +177,17 @@ TEST_CASE("driver present, no device: no_devices with the reason", "[no-devices]
   CHECK(accel_is_available() == 0);
 }
 
-TEST_CASE("a driver too old is unavailable, with both versions", "[old-driver]") {
+TEST_CASE("the driver version is cuDriverGetVersion's and known from discovery on", "[version]") {
+  Info i = cuda_info();
+  INFO("reason: " << i.reason);
+  REQUIRE(i.status == ACCEL_BACKEND_AVAILABLE);
+  // FAKE_CUDA_DRIVER_VERSION=12040; counted through NVML, nothing initialised.
+  CHECK(i.runtime_version == "CUDA driver 12.4 (12040)");
+  roundtrip(0);
+  CHECK(cuda_info().runtime_version == "CUDA driver 12.4 (12040)");  // unchanged
+}
+
+TEST_CASE("a driver too old is unavailable with both versions", "[old-driver]") {
   Info i = cuda_info();
   REQUIRE(i.found);
   INFO("reason: " << i.reason);
@@ -210,7 +221,72 @@ TEST_CASE("CUDA_VISIBLE_DEVICES through NVML agrees with the driver", "[visible]
   CHECK(p.uuid[15] == 0);
 }
 
-TEST_CASE("the vendor's current context is accel's current device, both ways", "[interop]") {
+// The plugin counts through NVML with its own CUDA_VISIBLE_DEVICES parser;
+// the fake driver applies the variable in cuInit with its own, separate
+// model of NVIDIA's rules. Each [agree] scenario (meson.build) sets the
+// variable and EXPECT_PHYSICAL (the physical devices NVIDIA's rules leave,
+// in order, or "none"); both sides must match it.
+TEST_CASE("CUDA_VISIBLE_DEVICES: the count and the driver agree", "[agree]") {
+  std::vector<int> expect;
+  const std::string want = env("EXPECT_PHYSICAL");
+  REQUIRE(!want.empty());
+  if (want != "none") {
+    for (size_t at = 0; at <= want.size();) {
+      size_t comma = std::min(want.find(',', at), want.size());
+      expect.push_back(std::stoi(want.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  const auto n = static_cast<int32_t>(expect.size());
+  INFO("CUDA_VISIBLE_DEVICES='" << env("CUDA_VISIBLE_DEVICES") << "'");
+
+  // The count (NVML + the plugin's parser; no cuInit).
+  CHECK(accel_device_count() == n);
+  Info i = cuda_info();
+  INFO("reason: " << i.reason);
+
+  // The driver's own answer.
+  void* h = fake_driver();
+  CUresult rc = FAKE_FN(h, cuInit)(0);
+  CHECK(rc == (n == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS));
+  if (rc != CUDA_SUCCESS) return;
+  int count = -1;
+  REQUIRE(FAKE_FN(h, cuDeviceGetCount)(&count) == CUDA_SUCCESS);
+  CHECK(count == n);
+  for (int ordinal = 0; ordinal < std::min<int>(count, n); ++ordinal) {
+    CUdevice dev = -1;
+    REQUIRE(FAKE_FN(h, cuDeviceGet)(&dev, ordinal) == CUDA_SUCCESS);
+    char name[64] = {};
+    REQUIRE(FAKE_FN(h, cuDeviceGetName)(name, sizeof name, dev) == CUDA_SUCCESS);
+    CHECK(std::string(name) ==
+          "Fake CUDA Device " + std::to_string(expect[static_cast<size_t>(ordinal)]));
+  }
+}
+
+// The real driver reads CUDA_VISIBLE_DEVICES in cuInit: a process may set it
+// after loading libcuda and calling cuDriverGetVersion. The fake must too, or
+// tests would depend on when it was first called.
+TEST_CASE("the fake driver reads CUDA_VISIBLE_DEVICES at cuInit", "[fake-cuinit]") {
+  void* h = dlopen(env("ACCEL_CUDA_DRIVER").c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(h != nullptr);
+  int version = 0;
+  REQUIRE(FAKE_FN(h, cuDriverGetVersion)(&version) == CUDA_SUCCESS);  // before the change
+  REQUIRE(setenv("CUDA_VISIBLE_DEVICES", "2", 1) == 0);
+  REQUIRE(FAKE_FN(h, cuInit)(0) == CUDA_SUCCESS);
+  int count = -1;
+  REQUIRE(FAKE_FN(h, cuDeviceGetCount)(&count) == CUDA_SUCCESS);
+  CHECK(count == 1);
+  char name[64] = {};
+  REQUIRE(FAKE_FN(h, cuDeviceGetName)(name, sizeof name, 0) == CUDA_SUCCESS);
+  CHECK(std::string(name) == "Fake CUDA Device 2");
+  // Read once: a later change and cuInit leave the devices as they are.
+  REQUIRE(setenv("CUDA_VISIBLE_DEVICES", "0,1", 1) == 0);
+  REQUIRE(FAKE_FN(h, cuInit)(0) == CUDA_SUCCESS);
+  REQUIRE(FAKE_FN(h, cuDeviceGetCount)(&count) == CUDA_SUCCESS);
+  CHECK(count == 1);
+}
+
+TEST_CASE("the vendor's current context is accel's current device both ways", "[interop]") {
   REQUIRE(accel_device_count() == 2);
   void* h = fake_driver();
   auto get_current = FAKE_FN(h, cuCtxGetCurrent);
@@ -293,7 +369,7 @@ TEST_CASE("fork: counting in the parent leaves CUDA usable in the child", "[fork
   CHECK(in_child(child_refused) == 0);
 }
 
-TEST_CASE("fork: counting through the driver (no NVML, no /proc) poisons the child",
+TEST_CASE("fork: counting through the driver (no NVML and no /proc) poisons the child",
           "[fork-fallback]") {
   REQUIRE(accel_device_count() == 2);  // ran cuInit + cuDeviceGetCount
   CHECK(in_child(child_refused) == 0);

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -217,7 +218,7 @@ Captured run_probe() {
 
 // ---------------------------------------------------------------------------
 
-TEST_CASE("missing runtime: unavailable, reason names the path", "[missing]") {
+TEST_CASE("missing runtime: unavailable and the reason names the path", "[missing]") {
   Info hip = hip_info();
   REQUIRE(hip.found);
   CHECK(hip.status == ACCEL_BACKEND_UNAVAILABLE);
@@ -247,7 +248,7 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
   CHECK(accel_is_available() == 0);
 }
 
-TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not loaded", "[debian]") {
+TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtime not loaded", "[debian]") {
   if (access("/dev/kfd", F_OK) == 0) {
     std::printf("SKIPPED: /dev/kfd exists: this machine may have an AMD GPU\n");
     WARN("SKIPPED: /dev/kfd exists");
@@ -296,7 +297,7 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices, quietly, runtime not 
   CHECK(r.err.empty());  // neither accel nor the HIP runtime printed anything
 }
 
-TEST_CASE("KFD topology: counted without initialising the runtime, visibility applied",
+TEST_CASE("KFD topology: counted without initialising the runtime and visibility applied",
           "[topology]") {
   Topology topo(3);
   // Physical GPU 2, then physical GPU 0 named by UUID; "9" stops the list.
@@ -318,6 +319,56 @@ TEST_CASE("KFD topology: counted without initialising the runtime, visibility ap
   CHECK(std::string(p.name) == "Fake AMD Instinct MI210 #2");  // runtime and count agree
   REQUIRE(accel_get_device_properties(1, &p) == ACCEL_SUCCESS);
   CHECK(std::string(p.name) == "Fake AMD Instinct MI210 #0");
+}
+
+// The plugin counts through the KFD topology with its own reading of the
+// visibility variables; the fake runtime applies them with its own, separate
+// model of ROCr and HIP. Each [agree] scenario (meson.build) sets the
+// variables and EXPECT_PHYSICAL (the modelled GPUs the vendor's rules leave,
+// in order, or "none"); both sides must match it. ACCEL_TEST_UNSET names
+// variables to remove first (meson can only set them).
+TEST_CASE("visibility variables: the count and the runtime agree", "[agree]") {
+  for (const char* name : {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"}) {
+    if (env("ACCEL_TEST_UNSET").find(name) != std::string::npos) unsetenv(name);
+  }
+  std::vector<int> expect;
+  const std::string want = env("EXPECT_PHYSICAL");
+  REQUIRE(!want.empty());
+  if (want != "none") {
+    for (size_t at = 0; at <= want.size();) {
+      size_t comma = std::min(want.find(',', at), want.size());
+      expect.push_back(std::stoi(want.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  Topology topo(std::stoi(env("FAKE_HIP_DEVICES")));
+  const auto n = static_cast<int32_t>(expect.size());
+  INFO("ROCR_VISIBLE_DEVICES=" << env("ROCR_VISIBLE_DEVICES") << " HIP_VISIBLE_DEVICES="
+                               << env("HIP_VISIBLE_DEVICES") << " CUDA_VISIBLE_DEVICES="
+                               << env("CUDA_VISIBLE_DEVICES"));
+
+  // The count, without running HIP code.
+  CHECK(accel_device_count() == n);
+  Info hip = hip_info();
+  INFO("reason: " << hip.reason);
+  CHECK(contains(hip.reason, "KFD topology"));
+  CHECK_FALSE(fake_initialised());
+
+  // The runtime's own answer.
+  int runtime_count = -1;
+  hipError_t rc = FAKE_FN(fake_runtime(), hipGetDeviceCount)(&runtime_count);
+  CHECK(runtime_count == n);
+  CHECK(rc == (n == 0 ? hipErrorNoDevice : hipSuccess));
+
+  // Which GPU each ordinal is, asked through accel (the runtime answers).
+  for (int32_t i = 0; i < n; ++i) {
+    accel_device_properties_t p;
+    std::memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    REQUIRE(accel_get_device_properties(i, &p) == ACCEL_SUCCESS);
+    CHECK(std::string(p.name) ==
+          "Fake AMD Instinct MI210 #" + std::to_string(expect[static_cast<size_t>(i)]));
+  }
 }
 
 TEST_CASE("KFD topology with GPUs but no /dev/kfd: no_devices saying so", "[kfd-missing]") {
@@ -413,6 +464,30 @@ TEST_CASE("interop: hipSetDevice and accel agree on the current device", "[inter
   }).join();
   CHECK(thread_accel == 0);
   CHECK(thread_hip == 0);
+}
+
+TEST_CASE("runtime version: asked only once the runtime is initialised", "[version]") {
+  Topology topo(2);
+  REQUIRE(accel_device_count() == 2);
+  // Counted through the KFD topology: hipRuntimeGetVersion would initialise
+  // the runtime, so the version is not known yet, and asking for it through
+  // accel_get_backend_info must not initialise HIP either.
+  Info before = hip_info();
+  CHECK(before.runtime_version.empty());
+  CHECK_FALSE(fake_initialised());
+
+  accel_device_properties_t p;
+  std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  REQUIRE(accel_get_device_properties(0, &p) == ACCEL_SUCCESS);  // lazy_init: hipInit
+  CHECK(hip_info().runtime_version == "HIP runtime 6.0.32830 (60032830)");  // the fake's
+}
+
+TEST_CASE("runtime version: known at discovery when counting initialised HIP",
+          "[version-counted]") {
+  REQUIRE(accel_device_count() == 2);
+  CHECK(fake_initialised());  // hipGetDeviceCount ran at discovery
+  CHECK(hip_info().runtime_version == "HIP runtime 6.0.32830 (60032830)");
 }
 
 TEST_CASE("properties and error text", "[errors]") {

@@ -119,6 +119,15 @@ TEST_CASE("the fake driver through the real loader: devices and properties", "[a
   CHECK(greatest == -1);
 }
 
+TEST_CASE("runtime version: the fake driver's version and API version", "[version]") {
+  Info i = ze_info();
+  INFO("reason: " << i.reason);
+  REQUIRE(i.status == ACCEL_BACKEND_AVAILABLE);
+  // zeDriverGetProperties' driverVersion and zeDriverGetApiVersion of the
+  // fake (tests/fakes/level_zero), known from discovery (counting ran zeInit).
+  CHECK(i.runtime_version == "Level Zero driver 16777216 (0x01000000), API 1.4");
+}
+
 TEST_CASE("vendor failures name the call and the ze_result_t", "[errors]") {
   void* p = nullptr;
   accel_status_t st = accel_malloc(0, size_t{1} << 40, &p);
@@ -151,7 +160,7 @@ TEST_CASE("mem_get_info: Sysman free memory with ZES_ENABLE_SYSMAN=1", "[sysman]
   REQUIRE_OK(accel_free(p));
 }
 
-TEST_CASE("loader intercept (wrapped handles): copies, timing, host functions", "[intercept]") {
+TEST_CASE("loader intercept (wrapped handles): copies / timing / host functions", "[intercept]") {
   REQUIRE(ze_info().status == ACCEL_BACKEND_AVAILABLE);
   accel_stream_t s = nullptr;
   REQUIRE_OK(accel_stream_create(0, -1, &s));
@@ -197,7 +206,7 @@ TEST_CASE("a stream destroyed with queued work finishes it", "[destroy-busy]") {
   CHECK(ran.load());
 }
 
-TEST_CASE("fork after discovery only: counting works, work is refused", "[fork-after-count]") {
+TEST_CASE("fork after discovery only: counting works but work is refused", "[fork-after-count]") {
   // zeInit ran while counting, lazy_init never did: the core does not know
   // the backend was touched, the plugin does.
   const int32_t n = accel_device_count();

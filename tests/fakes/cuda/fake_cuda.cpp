@@ -5,8 +5,11 @@
 // Environment:
 //   FAKE_CUDA_DEVICES=N          physical devices (default 2; 0: cuInit says
 //                                CUDA_ERROR_NO_DEVICE)
-//   CUDA_VISIBLE_DEVICES         honoured as the real driver does (same parser
-//                                as the plugin's NVML path)
+//   CUDA_VISIBLE_DEVICES         read by the first cuInit, as the real driver
+//                                reads it, and applied by the fake's own small
+//                                model of NVIDIA's rules (see "visibility"; it
+//                                shares no code with the plugin, so comparing
+//                                the plugin's count with the fake's is a check)
 //   FAKE_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion answers (default 12080)
 //   FAKE_CUDA_PROC_ADDRESS=0     cuGetProcAddress finds nothing (dlsym path)
 //   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
@@ -24,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -38,7 +42,6 @@
 #include <vector>
 
 #include "fake_model.hpp"
-#include "visible_devices.hpp"
 
 using Clock = std::chrono::steady_clock;
 
@@ -99,7 +102,8 @@ struct Allocation {
 
 struct Model {
   int physical = 0;
-  std::vector<Device*> devices;  // visible ordinals
+  std::once_flag visible_once;   // the first cuInit applies CUDA_VISIBLE_DEVICES
+  std::vector<Device*> devices;  // visible ordinals, set by the first cuInit
   int version = 12080;
   bool proc_address = true;
   size_t memory = size_t{1024} << 20;
@@ -130,20 +134,73 @@ Model& model() {
     m->version = env_int("FAKE_CUDA_DRIVER_VERSION", 12080);
     m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
     m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
-    std::vector<std::string> uuids;
-    for (int i = 0; i < m->physical; ++i) uuids.push_back(fake_cuda::uuid_string(i));
-    auto visible = accel_cuda::resolve_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"),
-                                                       m->physical, uuids);
-    for (size_t i = 0; i < visible.physical.size(); ++i) {
-      auto* d = new Device();
-      d->physical = visible.physical[i];
-      d->ctx.device = static_cast<int>(i);
-      m->devices.push_back(d);
-    }
     pthread_atfork(nullptr, nullptr, after_fork_child);
     g_model = m;
   });
   return *g_model;
+}
+
+// --- visibility -------------------------------------------------------------
+// CUDA_VISIBLE_DEVICES as NVIDIA documents it (CUDA C++ Programming Guide,
+// "CUDA Environment Variables"): a comma-separated sequence of indices or
+// GPU UUIDs, abbreviated to any prefix that names one GPU; the devices are
+// enumerated in the sequence's order and the sequence ends at the first
+// invalid identifier. What the guide leaves out is modelled on the driver's
+// observed behaviour: blanks around an entry are ignored, an index is its
+// leading digits (as strtoul reads them: "1gpu" is 1), UUIDs compare
+// case-insensitively, a device named twice hides every device, and the
+// empty string hides every device. MIG entries name no modelled device.
+
+bool has_prefix_nocase(const std::string& s, const std::string& prefix) {
+  if (prefix.size() > s.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i])))
+      return false;
+  return true;
+}
+
+// The physical device an entry names, or -1 when it is invalid.
+int named_device(std::string entry, int physical) {
+  size_t b = entry.find_first_not_of(" \t\n\r");
+  entry = b == std::string::npos ? "" : entry.substr(b, entry.find_last_not_of(" \t\n\r") - b + 1);
+  if (!entry.empty() && std::isdigit(static_cast<unsigned char>(entry[0]))) {
+    long long index = 0;
+    for (size_t i = 0; i < entry.size() && std::isdigit(static_cast<unsigned char>(entry[i])); ++i)
+      index = std::min<long long>(index * 10 + (entry[i] - '0'), 1LL << 40);
+    return index < physical ? static_cast<int>(index) : -1;
+  }
+  if (!has_prefix_nocase(entry, "GPU-")) return -1;
+  int found = -1;
+  for (int i = 0; i < physical; ++i) {
+    if (!has_prefix_nocase(fake_cuda::uuid_string(i), entry)) continue;
+    if (found != -1) return -1;  // the prefix names several GPUs
+    found = i;
+  }
+  return found;
+}
+
+// Visible ordinal i -> physical device, for the variable's current value.
+std::vector<int> visible_devices(int physical) {
+  std::vector<int> out;
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) {
+    for (int i = 0; i < physical; ++i) out.push_back(i);
+    return out;
+  }
+  std::string list = env;
+  size_t start = 0;
+  while (true) {
+    size_t comma = list.find(',', start);
+    std::string entry = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int dev = named_device(entry, physical);
+    if (dev < 0) break;
+    if (std::find(out.begin(), out.end(), dev) != out.end()) return {};
+    out.push_back(dev);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 CUresult ready() {
@@ -293,6 +350,17 @@ CUresult cuInit(unsigned int flags) {
   Model& m = model();
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (m.poisoned.load()) return CUDA_ERROR_NOT_INITIALIZED;
+  // The driver reads CUDA_VISIBLE_DEVICES in its first cuInit, not when it
+  // is loaded or first called (cuDriverGetVersion needs no cuInit).
+  std::call_once(m.visible_once, [&m] {
+    std::vector<int> visible = visible_devices(m.physical);
+    for (size_t i = 0; i < visible.size(); ++i) {
+      auto* d = new Device();
+      d->physical = visible[i];
+      d->ctx.device = static_cast<int>(i);
+      m.devices.push_back(d);
+    }
+  });
   if (m.devices.empty()) return CUDA_ERROR_NO_DEVICE;
   m.initialised.store(true);
   return CUDA_SUCCESS;

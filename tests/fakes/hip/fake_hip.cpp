@@ -3,8 +3,11 @@
 // modelled devices (default 2; 0 -> hipErrorNoDevice). Never installed.
 //
 // Model:
-//  - the device list is filtered by ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES
-//    / CUDA_VISIBLE_DEVICES with the plugin's own parser, as ROCm does;
+//  - the device list is filtered by ROCR_VISIBLE_DEVICES, then
+//    HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, read when the runtime
+//    initialises, by the fake's own small model of ROCr's and HIP's rules
+//    (see "visibility" below; it shares no code with the plugin, so a test
+//    comparing the plugin's count with the fake's is a real check);
 //  - per-thread current device (hipSetDevice / hipGetDevice), starting at 0;
 //  - every stream (and each device's null stream) is a worker thread running
 //    its queue in order, so ordering, hipErrorNotReady and timing are real;
@@ -13,8 +16,11 @@
 //    ranges lie inside live allocations (hipErrorInvalidValue otherwise);
 //    FAKE_HIP_MEMORY bytes per device (default 1 GiB) -> hipErrorOutOfMemory;
 //  - events record a steady_clock timestamp when their stream reaches them.
-// Built twice: libamdhip64.so (a ROCm 6-like export list) and, with
-// FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc).
+// Built twice: libamdhip64.so (a ROCm 6 runtime with 6.2's visibility rules;
+// it reports version 6.0.32830, which tests check) and, with
+// FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc,
+// and 5.2's visibility rules: empty variables count as unset, no UUIDs in
+// HIP_VISIBLE_DEVICES).
 // Test hooks (not HIP API): fake_hip_initialised() says whether any call
 // initialised the fake in this process.
 #include <hip/hip_runtime_api.h>
@@ -24,17 +30,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "visible_devices.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -164,6 +172,119 @@ State& state() {
 
 thread_local int t_device = 0;
 
+// --- visibility -------------------------------------------------------------
+// Which modelled GPUs the application sees, written for the fake from the
+// vendor's sources: ROCr (ROCR-Runtime amd_filter_device.cpp, RvdFilter)
+// filters the GPUs, then HIP (clr rocclr/device/rocm/rocdevice.cpp
+// Device::init, values from rocclr/utils/flags.cpp) picks from what is left.
+
+#ifdef FAKE_HIP_5_2_EXPORTS
+constexpr bool kEmptyVariableHides = false;  // flags.cpp before ROCm 5.5 skipped "X="
+constexpr bool kUuidEntries = false;         // rocdevice.cpp before ROCm 6.2
+#else
+constexpr bool kEmptyVariableHides = true;
+constexpr bool kUuidEntries = true;
+#endif
+
+// The UUID ROCr gives modelled GPU i (its KFD unique_id is 0xfa4e00..00 + i).
+std::string fake_uuid(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "GPU-fa4e%012x", static_cast<unsigned>(i));
+  return buf;
+}
+
+std::string to_upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+// ROCR_VISIBLE_DEVICES. An empty entry among the ones ROCr reads makes its
+// initialisation throw: then there is no GPU at all.
+std::vector<int> rocr_visible(int physical) {
+  std::vector<int> out;
+  const char* env = std::getenv("ROCR_VISIBLE_DEVICES");
+  if (env == nullptr) {
+    for (int i = 0; i < physical; ++i) out.push_back(i);
+    return out;
+  }
+  std::vector<std::string> entries;
+  std::istringstream in(env);
+  for (std::string e; std::getline(in, e, ',');) entries.push_back(e);
+  const char* blanks = " \t\n\v\f\r";
+  for (size_t k = 0; k < entries.size() && k < static_cast<size_t>(physical); ++k) {
+    std::string e = to_upper(entries[k]);
+    size_t b = e.find_first_not_of(blanks);
+    if (b == std::string::npos) return {};  // empty entry: ROCr fails to start
+    e = e.substr(b, e.find_last_not_of(blanks) - b + 1);
+    long gpu = -1;
+    if (e[0] == 'G') {  // a UUID, or a prefix of exactly one
+      int matches = 0;
+      for (int i = 0; e.size() >= 5 && e.size() <= 20 && i < physical; ++i) {
+        if (to_upper(fake_uuid(i)).compare(0, e.size(), e) == 0) {
+          ++matches;
+          gpu = i;
+        }
+      }
+      if (matches != 1) gpu = -1;
+    } else {
+      char* end = nullptr;
+      long v = std::strtol(e.c_str(), &end, 0);
+      if (*end == '\0') gpu = static_cast<int32_t>(v);  // ROCr keeps it in an int32_t
+    }
+    if (gpu < 0 || gpu >= physical || std::count(out.begin(), out.end(), gpu) != 0) break;
+    out.push_back(static_cast<int>(gpu));
+  }
+  return out;
+}
+
+// A HIP flag's value as Flag::init stores it: unset is "", an empty value
+// " " (HIP 5.5 and later) or unset (before), and a value wholly inside
+// double quotes, blanks around them allowed, loses the quotes.
+std::string hip_flag(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return "";
+  std::string v = env;
+  if (v.empty()) return kEmptyVariableHides ? " " : "";
+  size_t open = v.find_first_not_of(' ');
+  size_t close = v.find_last_not_of(' ');
+  if (open == std::string::npos || v[open] != '"' || close == open || v[close] != '"') return v;
+  return v.substr(open + 1, close - open - 1);
+}
+
+// HIP_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES when HIP sees it empty) over
+// the agents ROCr surfaced: exact decimal indices, "GPU-" entries (HIP 6.2
+// and later) name the first agent whose UUID contains them; an invalid entry
+// ends the list, a repeated one is skipped.
+std::vector<int> hip_visible(const std::vector<int>& agents) {
+  std::string list = hip_flag("HIP_VISIBLE_DEVICES");
+  if (list.empty()) list = hip_flag("CUDA_VISIBLE_DEVICES");
+  if (list.empty()) return agents;
+  std::vector<std::string> entries;
+  for (size_t at = 0; at < list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    entries.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::vector<int> out;
+  for (std::string e : entries) {
+    if (kUuidEntries && e.find("GPU-") != std::string::npos) {
+      for (size_t i = 0; i < agents.size(); ++i) {
+        if (fake_uuid(agents[i]).find(e) != std::string::npos) {
+          e = std::to_string(i);
+          break;
+        }
+      }
+    }
+    bool digits = !e.empty() && e.size() < 10 &&
+                  std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });
+    size_t i = digits ? std::stoul(e) : agents.size();
+    if (i >= agents.size() || std::to_string(i) != e) break;
+    if (std::count(out.begin(), out.end(), agents[i]) == 0) out.push_back(agents[i]);
+  }
+  return out;
+}
+
 // Initialises on first use; caller holds state().mu.
 void ensure_init_locked() {
   State& s = state();
@@ -174,16 +295,7 @@ void ensure_init_locked() {
   if (physical < 0) physical = 0;
   const char* mem_env = std::getenv("FAKE_HIP_MEMORY");
   size_t total = mem_env != nullptr ? std::strtoull(mem_env, nullptr, 10) : (size_t{1} << 30);
-  std::vector<std::string> uuids;
-  for (int i = 0; i < physical; ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "GPU-fa4e%012x", i);
-    uuids.push_back(buf);
-  }
-  auto vis = accel_hip::resolve_visible_devices(std::getenv("ROCR_VISIBLE_DEVICES"),
-                                                std::getenv("HIP_VISIBLE_DEVICES"),
-                                                std::getenv("CUDA_VISIBLE_DEVICES"), uuids);
-  for (int p : vis.physical) {
+  for (int p : hip_visible(rocr_visible(physical))) {
     Device d;
     d.physical = p;
     d.total = total;
@@ -306,8 +418,14 @@ FAKE_EXPORT hipError_t hipInit(unsigned int flags) {
   return hipSuccess;
 }
 
+// "Most HIP APIs implicitly initialize the HIP runtime" (hip_runtime_api.h,
+// hipInit): this one too, so a plugin that asks for the version before the
+// runtime is meant to be initialised is caught by fake_hip_initialised().
+// Answers without devices as well, as it only reports the runtime's own
+// version (HIP_VERSION's encoding: major * 10^7 + minor * 10^5 + patch).
 FAKE_EXPORT hipError_t hipRuntimeGetVersion(int* v) {
   if (v == nullptr) return hipErrorInvalidValue;
+  (void)begin();
 #ifdef FAKE_HIP_5_2_EXPORTS
   *v = 50221153;
 #else
