@@ -66,9 +66,9 @@ accel_status_t count_from_topology(const std::string& dir, const KfdTopology& t,
   }
   std::vector<std::string> uuids;
   for (const auto& g : t.gpus) uuids.push_back(g.uuid);
-  // The runtime's variables, read as ROCr and HIP read them (getenv and
-  // environ), not as accel configuration: secure_getenv would hide them in
-  // a setuid process where the runtime still applies them.
+  // The runtime's own variables, read as ROCr and HIP read them (plain
+  // getenv, setuid or not), so the count always equals what the runtime
+  // will show; they name devices, never a file to load.
   VisibleDevices vis = resolve_visible_devices(std::getenv("ROCR_VISIBLE_DEVICES"),
                                                std::getenv("HIP_VISIBLE_DEVICES"),
                                                std::getenv("CUDA_VISIBLE_DEVICES"), uuids,

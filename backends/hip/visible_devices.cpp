@@ -89,8 +89,9 @@ long long c17_strtol_base0(const std::string& s, size_t& end) {
   size_t digits_start = i;
   while (i < s.size() && digit_value(s[i]) < base) {
     auto d = static_cast<unsigned long long>(digit_value(s[i]));
-    if (!overflow && magnitude > (limit - d) / static_cast<unsigned long long>(base)) overflow = true;
-    if (!overflow) magnitude = magnitude * static_cast<unsigned long long>(base) + d;
+    const auto b = static_cast<unsigned long long>(base);
+    if (!overflow && magnitude > (limit - d) / b) overflow = true;
+    if (!overflow) magnitude = magnitude * b + d;
     ++i;
   }
   if (i == digits_start) {

@@ -514,15 +514,17 @@ class Stream {
   }
 
   /* Future work on this stream waits for `event`'s current record; the host
-   * does not block. The event must be of this stream's device and backend
-   * (else ACCEL_ERROR_DEVICE_MISMATCH). accel_stream_wait_event. */
+   * does not block. The event must be of this stream's backend, and of its
+   * device unless the backend declares ACCEL_CAP_CROSS_DEVICE_WAIT (else
+   * ACCEL_ERROR_DEVICE_MISMATCH). accel_stream_wait_event. */
   void wait(const Event& event) const {
     detail::check(accel_stream_wait_event(handle_, event.handle()), "accel_stream_wait_event");
   }
 
   /* Future work on this stream waits for all work queued on `other` so far
-   * (torch.Stream.wait_stream): records an internal event on `other` and
-   * waits for it. Both streams must be of one device and backend (else
+   * (torch.Stream.wait_stream): records an internal event on `other`'s
+   * device and waits for it. Both streams must be of one backend, and of one
+   * device unless the backend declares ACCEL_CAP_CROSS_DEVICE_WAIT (else
    * ACCEL_ERROR_DEVICE_MISMATCH, as the C API rules). */
   void wait(const Stream& other) const {
     if (other.handle_ == handle_ && handle_ != nullptr) return;  // in order already

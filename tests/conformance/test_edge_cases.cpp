@@ -12,21 +12,6 @@ using namespace conf;
 
 namespace {
 
-// The memory group is optional: says so and returns false when absent.
-bool need_memory() {
-  void* p = nullptr;
-  accel_status_t st = accel_malloc(0, 64, &p);
-  if (st == ACCEL_ERROR_NOT_SUPPORTED) {
-    WARN("backend '" << globals().backend << "' has no memory operations: " << describe(st)
-                     << "; checks that need them not run");
-    SUCCEED("memory group absent");
-    return false;
-  }
-  REQUIRE(st == ACCEL_SUCCESS);
-  REQUIRE(accel_free(p) == ACCEL_SUCCESS);
-  return true;
-}
-
 // What a host function did, collected for the test thread to check (Catch2
 // assertions are not thread-safe).
 struct SelfWait {
@@ -48,15 +33,15 @@ struct SelfWait {
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!w->go.load() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    w->stream_sync = accel_stream_synchronize(w->stream);
+    w->stream_sync = stream_synchronize(w->stream);
     w->stream_sync_msg = accel_last_error();
-    w->device_sync = accel_synchronize(w->device);
+    w->device_sync = synchronize(w->device);
     w->device_sync_msg = accel_last_error();
     if (w->after != nullptr) {
-      w->event_after = accel_event_synchronize(w->after);
+      w->event_after = event_synchronize(w->after);
       w->event_after_msg = accel_last_error();
     }
-    if (w->before != nullptr) w->event_before = accel_event_synchronize(w->before);
+    if (w->before != nullptr) w->event_before = event_synchronize(w->before);
     w->destroy = accel_stream_destroy(w->stream);
     w->destroy_msg = accel_last_error();
     w->done.store(true);
@@ -74,7 +59,7 @@ bool wait_for(const std::atomic<bool>& flag, std::chrono::seconds limit) {
 
 TEST_CASE("zero-byte copies and memsets succeed whatever the pointers", "[memory][edge]") {
   ThreadStateGuard guard;
-  if (!need_memory()) return;
+  if (!need_group(globals().memory)) return;
   Stream s(0);
   void* bogus = reinterpret_cast<void*>(uintptr_t{0x10});
   for (auto kind : {ACCEL_MEMCPY_HOST_TO_DEVICE, ACCEL_MEMCPY_DEVICE_TO_HOST,
@@ -90,7 +75,7 @@ TEST_CASE("zero-byte copies and memsets succeed whatever the pointers", "[memory
   INFO(describe(st));
   CHECK(st == ACCEL_SUCCESS);
   CHECK(accel_memset_async(bogus, 1, 0, nullptr) == ACCEL_SUCCESS);
-  CHECK(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+  CHECK(stream_synchronize(s) == ACCEL_SUCCESS);
 
   // The stream is still checked, and a real size still needs real pointers.
   Stream dead(0);
@@ -107,7 +92,7 @@ TEST_CASE("a host function waiting for its own stream gets INVALID_ARGUMENT and 
           "[streams][hostfn][edge]") {
   ThreadStateGuard guard;
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
-  const bool events = accel_event_create(0, 0, nullptr) != ACCEL_ERROR_NOT_SUPPORTED;
+  const bool events = need_group(globals().events);
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d);
     SelfWait w;
@@ -118,7 +103,7 @@ TEST_CASE("a host function waiting for its own stream gets INVALID_ARGUMENT and 
       REQUIRE(accel_event_create(d, 0, &w.after) == ACCEL_SUCCESS);
       REQUIRE(accel_event_record(w.before, w.stream) == ACCEL_SUCCESS);
     }
-    REQUIRE(accel_launch_host_func(w.stream, &SelfWait::fn, &w) == ACCEL_SUCCESS);
+    REQUIRE(launch_host_func(w.stream, &SelfWait::fn, &w) == ACCEL_SUCCESS);
     if (events) CHECK(accel_event_record(w.after, w.stream) == ACCEL_SUCCESS);
     w.go.store(true);
     // Watchdog: a backend that lets the waits block never finishes.
@@ -142,7 +127,7 @@ TEST_CASE("a host function waiting for its own stream gets INVALID_ARGUMENT and 
       // An event recorded before the host function has completed: fine.
       CHECK(w.event_before == ACCEL_SUCCESS);
     }
-    REQUIRE(accel_stream_synchronize(w.stream) == ACCEL_SUCCESS);
+    REQUIRE(stream_synchronize(w.stream) == ACCEL_SUCCESS);
     CHECK(accel_stream_destroy(w.stream) == ACCEL_SUCCESS);
     if (events) {
       CHECK(accel_event_destroy(w.before) == ACCEL_SUCCESS);
@@ -169,7 +154,7 @@ TEST_CASE("every non-success status sets the last error; accel_clear_last_error 
   accel_status_t st = accel_stream_query(s);
   const std::string detail = accel_last_error();
   gate.release();
-  REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+  REQUIRE(stream_synchronize(s) == ACCEL_SUCCESS);
   REQUIRE(st == ACCEL_ERROR_NOT_READY);
   INFO("detail after NOT_READY: " << detail);
   CHECK(detail != invalid);
@@ -181,6 +166,7 @@ TEST_CASE("stream_wait_event orders work across devices of one backend",
           "[streams][events][multi-device][edge]") {
   ThreadStateGuard guard;
   if (!need_devices(2)) return;
+  if (!need_group(globals().events) || !need_group(globals().wait_event)) return;
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
   if (!has_cap(ACCEL_CAP_CROSS_DEVICE_WAIT)) {
     // Allowed for a third-party backend, but then it must say so clearly.
@@ -213,12 +199,12 @@ TEST_CASE("stream_wait_event orders work across devices of one backend",
     CHECK_FALSE(after.done());
     CHECK(accel_stream_query(b) == ACCEL_ERROR_NOT_READY);
     gate.release();
-    REQUIRE(accel_stream_synchronize(b) == ACCEL_SUCCESS);
+    REQUIRE(stream_synchronize(b) == ACCEL_SUCCESS);
     CHECK(after.done());
     CHECK(gate.order() < after.order());
     // A wait on a never-recorded event of the other device is a no-op.
     Event fresh(producer);
     CHECK(accel_stream_wait_event(b, fresh) == ACCEL_SUCCESS);
-    REQUIRE(accel_stream_synchronize(a) == ACCEL_SUCCESS);
+    REQUIRE(stream_synchronize(a) == ACCEL_SUCCESS);
   }
 }

@@ -19,6 +19,12 @@ ALLOWED = {
     # (file, variable): why
     ("backends/cuda/count.cpp", "CUDA_VISIBLE_DEVICES"):
         "the driver's own variable, read as the driver reads it; a device list, not a path",
+    ("backends/hip/count.cpp", "ROCR_VISIBLE_DEVICES"):
+        "ROCr's own variable, read as ROCr reads it; a device list, not a path",
+    ("backends/hip/count.cpp", "HIP_VISIBLE_DEVICES"):
+        "HIP's own variable, read as HIP reads it; a device list, not a path",
+    ("backends/hip/count.cpp", "CUDA_VISIBLE_DEVICES"):
+        "read by HIP as a fallback for HIP_VISIBLE_DEVICES, as HIP reads it; a device list",
 }
 
 CALL = re.compile(r'\b(secure_getenv|getenv|getenv_s|__secure_getenv)\s*\(\s*("([^"]*)")?')

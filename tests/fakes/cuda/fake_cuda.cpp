@@ -192,8 +192,8 @@ std::vector<int> visible_devices(int physical) {
   size_t start = 0;
   while (true) {
     size_t comma = list.find(',', start);
-    std::string entry = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int dev = named_device(entry, physical);
+    size_t length = comma == std::string::npos ? std::string::npos : comma - start;
+    int dev = named_device(list.substr(start, length), physical);
     if (dev < 0) break;
     if (std::find(out.begin(), out.end(), dev) != out.end()) return {};
     out.push_back(dev);
