@@ -75,14 +75,6 @@ bool parse_types(const char* text, cl_device_type* mask) {
   return m != 0;
 }
 
-std::string platform_string(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
-  s.resize(std::strlen(s.c_str()));
-  return s;
-}
 
 std::string device_string(cl_device_id d, cl_device_info what) {
   size_t n = 0;
@@ -224,6 +216,15 @@ accel_status_t run_enumeration(Enumeration& e) {
 }
 
 }  // namespace
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
 
 bool Device::has_extension(const char* ext) const {
   size_t n = std::strlen(ext);

@@ -111,6 +111,8 @@ struct Device {
 // Enumerates platforms and devices once (thread-safe); later calls return
 // the cached result. On success *devices is the filtered list.
 accel_status_t enumerate(std::vector<Device*>** devices);
+// A platform's info string (CL_PLATFORM_NAME, ...), "" when the query fails.
+std::string platform_string(cl_platform_id p, cl_platform_info what);
 // The device of a validated index (enumerate() must have succeeded).
 Device* device_at(int32_t index);
 // The device's context, created on first use (thread-safe).

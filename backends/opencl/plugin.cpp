@@ -20,15 +20,6 @@
 namespace accel_ocl {
 namespace {
 
-std::string platform_info(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
-  s.resize(std::strlen(s.c_str()));
-  return s;
-}
-
 // Every platform the ICD loader found, listed devices or not: its name and
 // CL_PLATFORM_VERSION ("OpenCL 3.0 <vendor's version text>"). Info queries
 // only, no context.
@@ -47,7 +38,7 @@ accel_status_t op_runtime_version(char* buf, size_t size) {
     std::string text;
     for (cl_platform_id p : plats) {
       if (!text.empty()) text += "; ";
-      text += platform_info(p, CL_PLATFORM_NAME) + ": " + platform_info(p, CL_PLATFORM_VERSION);
+      text += platform_string(p, CL_PLATFORM_NAME) + ": " + platform_string(p, CL_PLATFORM_VERSION);
     }
     std::snprintf(buf, size, "%s", text.c_str());
     return ACCEL_SUCCESS;
