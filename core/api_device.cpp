@@ -144,11 +144,19 @@ accel_status_t accel_synchronize(int32_t device) {
   return guarded(fn, [&] {
     Backend* b = nullptr;
     if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    // torch: synchronizing a backend that was never initialised is a no-op
+    // and must not initialise it (in a fork() child too: nothing ran). Only
+    // the index is checked: resolving -1 would ask a native-device backend
+    // (CUDA, HIP) for its current device, which initialises it.
+    if (!initialised(*b)) {
+      if (device >= b->device_count) {
+        int32_t ignored = 0;
+        return resolve_device(fn, *b, device, ignored);  // the out-of-range message
+      }
+      return ACCEL_SUCCESS;
+    }
     int32_t target = 0;
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    // torch: synchronizing a backend that was never initialised is a no-op
-    // and must not initialise it (in a fork() child too: nothing ran).
-    if (!initialised(*b)) return ACCEL_SUCCESS;
     if (const HostCall* call = running_host_call();
         call != nullptr && call->backend == b && call->device == target) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -22,6 +22,8 @@ HandlePool<accel_event_s>& event_pool() {
 namespace {
 
 accel_status_t check_event(const char* fn, accel_event_t e, const char* what = "event") {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
+    return st;
   if (!live(e)) [[unlikely]] {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is {}", fn, what,
                  e == nullptr ? "NULL" : "not a live event (destroyed?)");

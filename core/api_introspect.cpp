@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "runtime.hpp"
@@ -29,6 +30,7 @@ accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info) 
                    "sizeof(accel_backend_info_t))",
                    fn);
     }
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Runtime& rt = runtime();
     if (index >= rt.entries.size()) {
       return failf(ACCEL_ERROR_OUT_OF_RANGE, "{}: index {} is past the {} entries", fn,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "callbacks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -65,6 +66,7 @@ accel_status_t pick_stream(const char* fn, accel_stream_t& stream) {
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     return current_stream(*b, current_device(*b), stream);
   }
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
   if (!live(stream)) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)", fn);
   }
@@ -110,6 +112,7 @@ accel_status_t accel_free(void* ptr) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Allocation a;
     if (!take_allocation(ptr, a)) {
       if (find_allocation(ptr, a)) {

@@ -25,6 +25,8 @@ HandlePool<accel_stream_s>& stream_pool() {
 namespace {
 
 accel_status_t check_stream(const char* fn, accel_stream_t s) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
+    return st;
   if (!live(s)) [[unlikely]] {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is {}", fn,
                  s == nullptr ? "NULL" : "not a live stream (destroyed?)");

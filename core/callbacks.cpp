@@ -24,9 +24,10 @@ const char* plugin_label(const Backend& b) {
 
 LockedCallback& locked_callback() { return t_locked; }
 
-LockedCallbackScope::LockedCallbackScope(const Backend& b, const char* op, const char* lock)
+LockedCallbackScope::LockedCallbackScope(const Backend& b, const char* op, const char* lock,
+                                         std::mutex& held)
     : saved_(t_locked) {
-  t_locked = LockedCallback{&b, op, lock};
+  t_locked = LockedCallback{&b, op, lock, &held};
 }
 
 LockedCallbackScope::~LockedCallbackScope() { t_locked = saved_; }
@@ -35,7 +36,7 @@ std::string reentry_message(const char* fn) {
   if (t_locked.backend == nullptr) return {};
   return fmt::format(
       "{}: called from plugin '{}' inside its {} callback, while accel holds its {} lock: "
-      "plugins must not call the public accel API from their callbacks (accel_plugin.h)",
+      "plugins must not call the public accel API from their callbacks (plugin-abi rule 30)",
       fn, plugin_label(*t_locked.backend), t_locked.op, t_locked.lock);
 }
 

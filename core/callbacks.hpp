@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "accel/accel.h"
@@ -29,6 +30,7 @@ struct LockedCallback {
   const Backend* backend = nullptr;  // nullptr: none running on this thread
   const char* op = nullptr;          // "init", "lazy_init", ...
   const char* lock = nullptr;        // "discovery", ...
+  std::mutex* held = nullptr;        // that lock (fork.cpp's prepare skips it)
 };
 
 LockedCallback& locked_callback();
@@ -37,7 +39,7 @@ LockedCallback& locked_callback();
 // the scope's lifetime (nests: the previous mark comes back).
 class LockedCallbackScope {
  public:
-  LockedCallbackScope(const Backend& b, const char* op, const char* lock);
+  LockedCallbackScope(const Backend& b, const char* op, const char* lock, std::mutex& held);
   ~LockedCallbackScope();
   LockedCallbackScope(const LockedCallbackScope&) = delete;
   LockedCallbackScope& operator=(const LockedCallbackScope&) = delete;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include "callbacks.hpp"
 #include "handles.hpp"
 #include "log.hpp"
 #include "memory_table.hpp"
@@ -28,6 +29,19 @@ void unlock_log() {
   g_log_locked = nullptr;
 }
 
+// A plugin callback that calls fork() itself (a vendor library forking a
+// helper while counting devices, say) runs these handlers on a thread that
+// already holds the core lock the callback runs under: taking it again would
+// hang the process. That one lock is skipped; the child gets it as this
+// thread holds it, and the callback releases it there as here.
+std::mutex* held_by_caller() { return locked_callback().held; }
+void lock_unless_held(std::mutex& m) {
+  if (&m != held_by_caller()) m.lock();
+}
+void unlock_unless_held(std::mutex& m) {
+  if (&m != held_by_caller()) m.unlock();
+}
+
 // Lock order: discovery, per-backend init and default-stream locks, the
 // allocation table, the handle pools. No other path takes two of these.
 // Before discovery has finished only the discovery lock exists to take: a
@@ -35,14 +49,14 @@ void unlock_log() {
 // never inherits the lock held by a thread it does not have (its first
 // accel call would hang forever).
 void prepare() {
-  discovery_mutex().lock();
+  lock_unless_held(discovery_mutex());
   if (g_rt == nullptr) {
     lock_log();
     return;
   }
   for (auto& b : g_rt->entries) {
-    b->init_mutex.lock();
-    b->default_stream_mutex.lock();
+    lock_unless_held(b->init_mutex);
+    lock_unless_held(b->default_stream_mutex);
   }
   allocation_mutex().lock();
   stream_pool().mutex().lock();
@@ -53,17 +67,17 @@ void prepare() {
 void release() {
   unlock_log();
   if (g_rt == nullptr) {
-    discovery_mutex().unlock();
+    unlock_unless_held(discovery_mutex());
     return;
   }
   event_pool().mutex().unlock();
   stream_pool().mutex().unlock();
   allocation_mutex().unlock();
   for (auto it = g_rt->entries.rbegin(); it != g_rt->entries.rend(); ++it) {
-    (*it)->default_stream_mutex.unlock();
-    (*it)->init_mutex.unlock();
+    unlock_unless_held((*it)->default_stream_mutex);
+    unlock_unless_held((*it)->init_mutex);
   }
-  discovery_mutex().unlock();
+  unlock_unless_held(discovery_mutex());
 }
 
 void child() {

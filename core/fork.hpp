@@ -1,8 +1,8 @@
-// fork() handling (DESIGN.md "Fork"): the core's locks are taken around
-// fork() so the child never inherits one held by a thread that no longer
-// exists there, and backends that are not fork-safe and were initialised, or
-// whose discovery may have started vendor threads, are marked so the child
-// gets ACCEL_ERROR_FORKED instead of a hang or a crash.
+// fork() handling (docs/architecture.md, "Fork"): the core's locks are
+// taken around fork() so the child never inherits one held by a thread that
+// no longer exists there, and backends that are not fork-safe and were
+// initialised, or whose discovery may have started vendor threads, are
+// marked so the child gets ACCEL_ERROR_FORKED instead of a hang or a crash.
 #pragma once
 
 #include <mutex>

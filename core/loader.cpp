@@ -15,6 +15,7 @@
 
 #include "callbacks.hpp"
 #include "error.hpp"
+#include "fork.hpp"
 #include "host_services.hpp"
 #include "log.hpp"
 #include "runtime_version.hpp"
@@ -36,13 +37,14 @@ std::string resolved(const std::string& path) {
 // File-level policy: checked before dlopen runs any of the file's code.
 std::string file_refusal(const std::string& path, const struct stat& st) {
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format("plugin file is {}-writable (mode {:04o}); refused",
+    return fmt::format("plugin file is {}-writable (mode {:04o}); refused (plugin-abi rule 8)",
                        (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777);
   }
   // Root can read anything, so "no read bit at all" is the owner's clear
   // statement that the file is not meant to be loaded.
   if ((st.st_mode & 0444) == 0 || access(path.c_str(), R_OK) != 0) {
-    return fmt::format("plugin file is not readable (mode {:04o})", st.st_mode & 07777);
+    return fmt::format("plugin file is not readable (mode {:04o}) (plugin-abi rule 8)",
+                       st.st_mode & 07777);
   }
   return {};
 }
@@ -59,7 +61,8 @@ bool valid_name(const char* name) {
 // Why a name is refused, echoing what the plugin gave (at most 64 bytes,
 // unprintable bytes escaped) so its author sees the typo.
 std::string name_refusal(const char* name) {
-  if (name == nullptr) return "backend name is NULL; it must be of the form [a-z0-9_]{1,64}";
+  if (name == nullptr) return "backend name is NULL; it must be of the form [a-z0-9_]{1,64} "
+                               "(plugin-abi rule 15)";
   const size_t n = strnlen(name, 65);
   std::string shown;
   for (size_t i = 0; i < n && i < 64; ++i) {
@@ -71,9 +74,12 @@ std::string name_refusal(const char* name) {
     }
   }
   if (n > 64) shown += "...";
-  if (n == 0) return "backend name is empty; it must be of the form [a-z0-9_]{1,64}";
-  return fmt::format("backend name '{}' is not of the form [a-z0-9_]{{1,64}}{}", shown,
-                     n > 64 ? " (longer than 64 bytes)" : "");
+  if (n == 0) {
+    return "backend name is empty; it must be of the form [a-z0-9_]{1,64} (plugin-abi rule 15)";
+  }
+  return fmt::format(
+      "backend name '{}' is not of the form [a-z0-9_]{{1,64}}{} (plugin-abi rule 15)", shown,
+      n > 64 ? " (longer than 64 bytes)" : "");
 }
 
 // Plugins may use priorities of the in-tree vendor range (>= 100) only from
@@ -128,8 +134,9 @@ std::string missing_required(const accel_plugin_api_t& a) {
     need(reinterpret_cast<const void*>(a.set_current_device), "set_current_device");
   }
   if (missing.empty()) return {};
-  return fmt::format("required operation{} {} {} NULL", missing.size() > 1 ? "s" : "",
-                     fmt::join(missing, ", "), missing.size() > 1 ? "are" : "is");
+  return fmt::format("required operation{} {} {} NULL (plugin-abi rule 18)",
+                     missing.size() > 1 ? "s" : "", fmt::join(missing, ", "),
+                     missing.size() > 1 ? "are" : "is");
 }
 
 // Optional groups are all-or-nothing so the core never half-supports events.
@@ -148,9 +155,9 @@ std::string partial_group(const accel_plugin_api_t& a) {
     for (auto* p : group) set += p != nullptr;
     return set != 0 && set != static_cast<int>(std::size(group));
   };
-  if (partial(events)) return "event operations must be all set or all NULL";
+  if (partial(events)) return "event operations must be all set or all NULL (plugin-abi rule 19)";
   if (partial(memory)) return "memory operations (mem_alloc, mem_free, memcpy_async, memset_async) "
-                              "must be all set or all NULL";
+                              "must be all set or all NULL (plugin-abi rule 19)";
   return {};
 }
 
@@ -164,25 +171,28 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   b.handle = dlopen(b.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (b.handle == nullptr) {
     const char* err = dlerror();
-    b.reason = fmt::format("dlopen failed: {}", err != nullptr ? err : "unknown error");
+    b.reason = fmt::format("dlopen failed: {} (plugin-abi rule 9)",
+                           err != nullptr ? err : "unknown error");
     return;
   }
   dlerror();
   void* sym = dlsym(b.handle, ACCEL_PLUGIN_ENTRY_NAME);
   if (sym == nullptr) {
-    b.reason = fmt::format("no entry symbol '{}' (not an accel plugin)", ACCEL_PLUGIN_ENTRY_NAME);
+    b.reason = fmt::format("no entry symbol '{}' (not an accel plugin) (plugin-abi rule 10)",
+                           ACCEL_PLUGIN_ENTRY_NAME);
     return;
   }
   auto entry = reinterpret_cast<accel_plugin_entry_fn>(sym);
   init_host_services(b);
   const accel_plugin_api_t* api = nullptr;
   {
-    LockedCallbackScope in_callback(b, "entry", "discovery");
+    LockedCallbackScope in_callback(b, "entry", "discovery", discovery_mutex());
     begin_plugin_call();
     api = entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &b.host);
   }
   if (api == nullptr) {
-    b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){}",
+    b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){} "
+                           "(plugin-abi rule 11)",
                            ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
                            plugin_error_set() ? ": " + plugin_error().message : "");
     return;
@@ -190,7 +200,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   constexpr size_t header = offsetof(accel_plugin_api_t, abi_minor) + sizeof(uint32_t);
   if (api->struct_size < header) {
     b.reason = fmt::format("vtable struct_size {} is too small to hold its ABI version "
-                           "(need {} bytes for ABI {}.{}: {})",
+                           "(need {} bytes for ABI {}.{}: {}) (plugin-abi rule 12)",
                            api->struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR,
                            ACCEL_PLUGIN_ABI_MINOR, "vtable too small");
     return;
@@ -198,13 +208,15 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   b.abi_major = api->abi_major;
   b.abi_minor = api->abi_minor;
   if (api->abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
-    b.reason = fmt::format("plugin ABI {}.{} is not supported: this core speaks ABI {}.{}",
+    b.reason = fmt::format("plugin ABI {}.{} is not supported: this core speaks ABI {}.{} "
+                           "(plugin-abi rule 13)",
                            api->abi_major, api->abi_minor, ACCEL_PLUGIN_ABI_MAJOR,
                            ACCEL_PLUGIN_ABI_MINOR);
     return;
   }
   if (api->struct_size < ACCEL_PLUGIN_API_V1_SIZE) {
-    b.reason = fmt::format("vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes)",
+    b.reason = fmt::format("vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes) "
+                           "(plugin-abi rule 12)",
                            api->struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
     return;
   }
@@ -223,7 +235,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   if (b.priority > kThirdPartyPriorityMax && !trusted_location(b.path)) {
     b.priority_note = fmt::format(
         "priority {} lowered to {}: priorities of 100 and above are kept for plugins installed "
-        "in {}",
+        "in {} (plugin-abi rule 16)",
         b.priority, kThirdPartyPriorityMax, ACCEL_PLUGINDIR);
     log().info("plugin {} ({}): {}", b.path, b.name, b.priority_note);
     b.priority = kThirdPartyPriorityMax;
@@ -239,15 +251,16 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   if (auto it = names.find(b.name); it != names.end()) {
     b.status = ACCEL_BACKEND_DUPLICATE;
-    b.reason = fmt::format("duplicate backend name '{}': already provided by {}", b.name,
-                           it->second->path);
+    b.reason = fmt::format("duplicate backend name '{}': already provided by {} "
+                           "(plugin-abi rule 17)",
+                           b.name, it->second->path);
     return;
   }
   b.loaded = true;
   b.discovered = true;
 
   if (b.api.init != nullptr) {
-    LockedCallbackScope in_callback(b, "init", "discovery");
+    LockedCallbackScope in_callback(b, "init", "discovery", discovery_mutex());
     begin_plugin_call();
     accel_status_t st = b.api.init();
     if (st != ACCEL_SUCCESS) {
@@ -256,30 +269,33 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
       b.reason = fmt::format("init failed ({}): {}", accel_status_name(st),
                              plugin_said(accel_status_message(st)));
       if (st == ACCEL_ERROR_BACKEND_UNAVAILABLE) b.reason = plugin_said("vendor library missing");
+      b.reason += " (plugin-abi rule 23)";
       return;
     }
   }
   int32_t count = 0;
   accel_status_t st = ACCEL_SUCCESS;
   {
-    LockedCallbackScope in_callback(b, "device_count", "discovery");
+    LockedCallbackScope in_callback(b, "device_count", "discovery", discovery_mutex());
     begin_plugin_call();
     st = b.api.device_count(&count);
   }
   if (b.native_current_device() != ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
     b.status = ACCEL_BACKEND_REJECTED;
-    b.reason = "the native-current-device capability changed after the entry returned";
+    b.reason = "the native-current-device capability changed after the entry returned "
+               "(plugin-abi rule 21)";
     return;
   }
   if (st != ACCEL_SUCCESS) {
     b.status = ACCEL_BACKEND_UNAVAILABLE;
-    b.reason = fmt::format("device_count failed ({}): {}", accel_status_name(st),
-                           plugin_said(accel_status_message(st)));
+    b.reason = fmt::format("device_count failed ({}): {} (plugin-abi rule 24)",
+                           accel_status_name(st), plugin_said(accel_status_message(st)));
     return;
   }
   if (count < 0) {
     b.status = ACCEL_BACKEND_REJECTED;
-    b.reason = fmt::format("device_count returned a negative count ({})", count);
+    b.reason =
+        fmt::format("device_count returned a negative count ({}) (plugin-abi rule 24)", count);
     return;
   }
   // Capabilities may depend on what device_count found (e.g. an OpenCL
@@ -291,7 +307,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   b.status = count > 0 ? ACCEL_BACKEND_AVAILABLE : ACCEL_BACKEND_NO_DEVICES;
   b.reason = plugin_said(count > 0 ? "" : "the backend reports no devices");
   {
-    LockedCallbackScope in_callback(b, "runtime_version", "discovery");
+    LockedCallbackScope in_callback(b, "runtime_version", "discovery", discovery_mutex());
     query_runtime_version(b, /*initialised=*/false);
   }
 }
@@ -320,7 +336,8 @@ Entries discover_plugins() {
       b->path = dir.path;
       if (!dir.duplicate_of.empty()) {
         b->status = ACCEL_BACKEND_DUPLICATE;
-        b->reason = fmt::format("{} is the same directory as the earlier entry '{}'; searched once",
+        b->reason = fmt::format("{} is the same directory as the earlier entry '{}'; searched once "
+                                "(plugin-abi rule 5)",
                                 dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
                                              : fmt::format("the plugins directory '{}'", dir.path),
                                 dir.duplicate_of);
@@ -339,11 +356,12 @@ Entries discover_plugins() {
       b->path = resolved(given);
       struct stat st {};
       if (stat(b->path.c_str(), &st) != 0) {
-        b->reason = fmt::format("cannot stat '{}': {}", given, std::strerror(errno));
+        b->reason = fmt::format("cannot stat '{}': {} (plugin-abi rule 6)", given,
+                                std::strerror(errno));
       } else if (auto key = std::make_pair(st.st_dev, st.st_ino); !seen_files.insert(key).second) {
         b->status = ACCEL_BACKEND_DUPLICATE;
         b->reason = fmt::format("same file as an earlier candidate, reached again through '{}'; "
-                                "loaded once",
+                                "loaded once (plugin-abi rule 7)",
                                 given);
       } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
         b->reason = refusal;

@@ -147,6 +147,10 @@ ThreadState& thread_state_slow() {
 }
 
 accel_status_t require_current(const char* fn, Backend*& out) {
+  // From a plugin callback under a core lock: refused whether or not this
+  // particular call would have needed the lock (accel_plugin.h).
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
+    return st;
   Runtime& rt = runtime();
   if (rt.current == nullptr) [[unlikely]] {
     if (rt.reentered) return fail(ACCEL_ERROR_REENTRANT, reentry_message(fn));
@@ -189,7 +193,7 @@ accel_status_t ensure_ready_slow(Backend& b) {
   if (state == 0) {
     accel_status_t st = ACCEL_SUCCESS;
     if (b.api.lazy_init != nullptr) {
-      LockedCallbackScope in_callback(b, "lazy_init", "initialisation");
+      LockedCallbackScope in_callback(b, "lazy_init", "initialisation", b.init_mutex);
       begin_plugin_call();
       st = b.api.lazy_init();
       if (st != ACCEL_SUCCESS) {
@@ -241,7 +245,7 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
     return ACCEL_SUCCESS;
   }
   accel_plugin_stream_t native = nullptr;
-  LockedCallbackScope in_callback(b, "default_stream", "default-stream");
+  LockedCallbackScope in_callback(b, "default_stream", "default-stream", b.default_stream_mutex);
   auto st = call_plugin(b, "default_stream", [&] { return b.api.default_stream(device, &native); });
   if (st != ACCEL_SUCCESS) return st;
   auto* s = new accel_stream_s();  // lives until exit; never pooled

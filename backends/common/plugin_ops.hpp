@@ -14,7 +14,7 @@
 //
 // The list is in the vtable's declaration order, which designated
 // initializers require. Internal to the in-tree backends; a third-party
-// plugin needs nothing but accel_plugin.h (see plugins/sim).
+// plugin needs nothing but accel_plugin.h (see plugins/skeleton).
 #pragma once
 
 #include <type_traits>

@@ -1,11 +1,13 @@
 /*
  * accel_plugin.h - the backend ABI, version 1.
  *
- * The one header a backend author needs. A backend is a shared object that
- * exports exactly one symbol, ACCEL_PLUGIN_ENTRY (accel_plugin_get_api). The
- * core dlopen()s every candidate with RTLD_NOW | RTLD_LOCAL, calls the entry
- * with its ABI version and a table of host services, and gets back a const
- * vtable (accel_plugin_api_t). Plugins are never unloaded.
+ * The one header a backend author needs (docs/plugin-abi.md states the rules
+ * as numbered policies; docs/writing-a-backend.md is the recipe). A backend
+ * is a shared object that exports exactly one symbol, ACCEL_PLUGIN_ENTRY
+ * (accel_plugin_get_api). The core dlopen()s every candidate with
+ * RTLD_NOW | RTLD_LOCAL, calls the entry with its ABI version and a table of
+ * host services, and gets back a const vtable (accel_plugin_api_t). Plugins
+ * are never unloaded.
  *
  * Rules for plugins:
  *  - Never throw across the ABI, never call exit(), never print: log through
@@ -21,10 +23,14 @@
  *  - Every operation may be called from any thread concurrently unless its
  *    comment says otherwise.
  *  - Never call the public accel API (accel.h) from a callback. The entry,
- *    init, device_count, lazy_init and default_stream run while the core
- *    holds a lock; a public call from them fails with ACCEL_ERROR_REENTRANT
- *    (it would deadlock), and from any other callback its result is
- *    undefined. Host functions (user code the plugin runs) may call it.
+ *    init, device_count, runtime_version (at discovery), lazy_init and
+ *    default_stream run while the core holds a lock: every public call from
+ *    them that reaches a backend, discovery or the backend list fails with
+ *    ACCEL_ERROR_REENTRANT (it could deadlock); the few answered from the
+ *    calling thread's own state alone (current device index, exchange) are
+ *    not checked, on the hot path. From any other callback the result is
+ *    undefined. Host functions (user code the plugin runs) may call it. A
+ *    callback may fork(): the core's fork handlers skip the lock it holds.
  *  - Fork: the core alone decides what a fork() child may use (see
  *    ACCEL_PLUGIN_CAP_FORK_SAFE and ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE);
  *    plugins need no pthread_atfork handler of their own.
@@ -40,7 +46,8 @@
  * Changelog (bump ACCEL_PLUGIN_ABI_MINOR and add a line for every member
  * appended; ACCEL_PLUGIN_API_V1_SIZE stays the 1.0 size):
  *  1.0: everything up to mem_get_info.
- *  1.1: runtime_version.
+ *  1.1: runtime_version; capability bits DISCOVERY_FORK_SAFE and
+ *       CROSS_DEVICE_WAIT.
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H

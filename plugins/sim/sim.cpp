@@ -1,8 +1,9 @@
 // sim.cpp - the simulated-device backend ("sim").
 //
 // This plugin is built only against accel_plugin.h, exactly as a third-party
-// backend would be, and is meant to be copied as the starting point for one.
-// It simulates ACCEL_SIM_DEVICES devices (default 0: dormant unless asked)
+// backend would be. It is not the template for a new backend (that is
+// plugins/skeleton, a fraction of its size); most test suites run on it. It
+// simulates ACCEL_SIM_DEVICES devices (default 0: dormant unless asked)
 // whose "device memory" is ordinary host memory and whose streams are real
 // asynchronous in-order queues, each served by its own worker thread. That
 // makes it a faithful stand-in for a GPU when testing ordering, events,

@@ -13,8 +13,9 @@
  *                      library "missing")
  *   BAD_REENTER        calls the public API from init, lazy_init and
  *                      default_stream (which the core runs under its locks),
- *                      and fails them unless the nested call answered
- *                      ACCEL_ERROR_REENTRANT naming this plugin
+ *                      and fails them unless every nested call answered
+ *                      ACCEL_ERROR_REENTRANT naming this plugin; also
+ *                      fork()s from each (which must not hang)
  *   PLUGIN_ABI_1_0     not a fault: the good plugin as built for ABI 1.0
  *                      (struct_size ACCEL_PLUGIN_API_V1_SIZE, minor 0), which
  *                      a newer core must still load
@@ -29,9 +30,15 @@
  * (read through host->get_env, default 0), so by default it loads with
  * status no_devices and never competes with a real backend.
  */
+/* fork, waitpid, _exit under -std=c99 (BAD_REENTER). */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <accel/accel_plugin.h>
 
@@ -82,6 +89,28 @@ static accel_status_t reentry_verdict(const char* callback, accel_status_t neste
   tiny_error(ACCEL_ERROR_INTERNAL, msg);
   return ACCEL_ERROR_INTERNAL;
 }
+
+/* A vendor library may fork a helper while the core holds the lock this
+ * callback runs under: the core's fork handlers must not take it again
+ * (the process would hang in fork()). The child leaves at once. */
+static accel_status_t fork_from(const char* callback) {
+  static char msg[256];
+  int status = 0;
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return ACCEL_SUCCESS;
+  snprintf(msg, sizeof msg, "%s: fork() from the callback failed", callback);
+  tiny_error(ACCEL_ERROR_INTERNAL, msg);
+  return ACCEL_ERROR_INTERNAL;
+}
+
+/* Every call of `calls` must be refused. */
+#define REENTRY_CHECK(callback, call)                                          \
+  do {                                                                         \
+    accel_status_t verdict_ = reentry_verdict(callback, call);                 \
+    if (verdict_ != ACCEL_SUCCESS) return verdict_;                            \
+  } while (0)
 #endif
 
 static accel_status_t tiny_init(void) {
@@ -105,8 +134,13 @@ static accel_status_t tiny_init(void) {
 #ifdef BAD_REENTER
   {
     accel_stream_t s = NULL;
+    accel_backend_info_t info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     (void)accel_is_available(); /* must return, not deadlock */
-    return reentry_verdict("init", accel_stream_create(0, 0, &s));
+    REENTRY_CHECK("init", accel_stream_create(0, 0, &s));
+    REENTRY_CHECK("init", accel_get_backend_info(0, &info));
+    return fork_from("init");
   }
 #else
   return ACCEL_SUCCESS;
@@ -117,7 +151,9 @@ static accel_status_t tiny_init(void) {
 #ifdef BAD_REENTER
 static accel_status_t tiny_lazy_init(void) {
   accel_stream_t s = NULL;
-  return reentry_verdict("lazy_init", accel_stream_create(0, 0, &s));
+  REENTRY_CHECK("lazy_init", accel_stream_create(0, 0, &s));
+  REENTRY_CHECK("lazy_init", accel_synchronize(0));
+  return fork_from("lazy_init");
 }
 #endif
 
@@ -171,8 +207,14 @@ static accel_status_t tiny_stream_destroy(accel_plugin_stream_t stream) {
 static accel_status_t tiny_default_stream(int32_t device, accel_plugin_stream_t* stream) {
 #ifdef BAD_REENTER
   accel_stream_t s = NULL;
-  accel_status_t verdict = reentry_verdict("default_stream", accel_current_stream(device, &s));
-  if (verdict != ACCEL_SUCCESS) return verdict;
+  void* p = NULL;
+  REENTRY_CHECK("default_stream", accel_current_stream(device, &s));
+  REENTRY_CHECK("default_stream", accel_stream_create(device, 0, &s));
+  REENTRY_CHECK("default_stream", accel_malloc(device, 16, &p));
+  {
+    accel_status_t forked = fork_from("default_stream");
+    if (forked != ACCEL_SUCCESS) return forked;
+  }
 #endif
   g_streams[device].used = 1;
   g_streams[device].device = device;

@@ -159,7 +159,8 @@ def main():
                                             "%s ms" % r["added_ms"] if "added_ms" in r else "",
                                             r.get("target", ""),
                                             "" if r.get("ok", True) else "  OVER TARGET"))
-    # The same rows as the README's table (paste it there after a run).
+    # The same rows as the table of docs/performance.md (paste it there after
+    # a run).
     md = os.path.join(os.path.dirname(OUT), "bench-results.md")
     with open(md, "w") as f:
         f.write("| benchmark | accel | floor | ratio | added | target |\n|---|---|---|---|---|---|\n")
@@ -173,7 +174,7 @@ def main():
                 "%s %s" % (a, unit) if a != "" else "", "%s %s" % (fl, unit) if fl != "" else "",
                 r.get("ratio", ""), "%s ms" % r["added_ms"] if "added_ms" in r else "",
                 (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
-    print("markdown: %s" % md)
+    print("markdown (the table of docs/performance.md): %s" % md)
     with open(OUT, "w") as f:
         json.dump({"rows": rows, "over_target": over}, f, indent=2)
     print("results: %s" % OUT)

@@ -1,7 +1,10 @@
 // accel.h and accel_plugin.h from C++, built with -Wall -Wextra -Werror
 // -pedantic: the headers must compile warning-free as C++ too, with C linkage.
+// accel_plugin_helpers.hpp too, here in the project's C++ (plugin_helpers_test
+// uses it as C++17).
 #include <accel/accel.h>
 #include <accel/accel_plugin.h>
+#include <accel/accel_plugin_helpers.hpp>
 
 #include <cstdio>
 #include <cstring>

@@ -12,11 +12,13 @@ outside consumer would:
   cxx      the README's C++ example built through CMake find_package(accel)
            and run; version checks, a C-only CMake consumer and a C++17
            consumer through pkg-config
-  plugin   the README's backend recipe: a copy of plugins/sim renamed to
-           "oot", built against the staged accel_plugin.h alone, found by the
+  plugin   the backend recipe (docs/writing-a-backend.md): a copy of
+           plugins/skeleton renamed to "oot", built against the staged
+           accel_plugin.h and accel_plugin_helpers.hpp alone, found by the
            staged accelctl via ACCEL_PLUGIN_PATH and passed by the staged
            accel-conformance
-  readme   the README quotes every file of examples/ verbatim (no install)
+  readme   README.md and docs/ quote every file of examples/ verbatim (no
+           install)
 
 Exit status 0 pass, 1 fail, 77 skip (a tool the step needs is missing).
 Set ACCEL_KEEP_TMP=1 to keep the temporary directory for inspection.
@@ -172,7 +174,7 @@ def step_layout(args, tmp):
     else:
         log("note: readelf not found; soname not checked")
 
-    for h in ("accel.h", "accel_plugin.h", "accel.hpp"):
+    for h in ("accel.h", "accel_plugin.h", "accel_plugin_helpers.hpp", "accel.hpp"):
         staged = st.includedir / "accel" / h
         expect(staged.is_file(), f"include/accel/{h} is installed")
         expect(staged.read_bytes() == (Path(args.source_root) / "include" / "accel" / h).read_bytes(),
@@ -413,12 +415,20 @@ def step_plugin(args, tmp):
         return SKIP
     work = tmp / "oot-plugin"
     work.mkdir()
-    sim = Path(args.source_root) / "plugins" / "sim"
-    shutil.copy2(sim / "sim.cpp", work / "sim.cpp")
-    shutil.copy2(sim / "sim.map", work / "sim.map")
+    skeleton = Path(args.source_root) / "plugins" / "skeleton"
+    shutil.copy2(skeleton / "skeleton.cpp", work / "skeleton.cpp")
+    shutil.copy2(skeleton / "skeleton.map", work / "skeleton.map")
     shutil.copy2(Path(args.source_root) / "examples" / "plugin" / "build.sh", work / "build.sh")
-    expect('kBackendName = "sim"' in (work / "sim.cpp").read_text(),
-           'plugins/sim/sim.cpp names its backend in one place (kBackendName = "sim")')
+    source = (work / "skeleton.cpp").read_text()
+    expect('kBackendName = "skeleton"' in source,
+           'plugins/skeleton/skeleton.cpp names its backend in one place (kBackendName = "skeleton")')
+    # Third-party plugins get only the installed headers: the template must
+    # need nothing else of accel's (no backends/common, no libaccelcore).
+    includes = re.findall(r'^#include [<"]accel/([^>"]+)[>"]', source, re.M)
+    expect(sorted(includes) == ["accel_plugin.h", "accel_plugin_helpers.hpp"],
+           f"the template includes only accel_plugin.h and accel_plugin_helpers.hpp (got {includes})")
+    expect((st.includedir / "accel" / "accel_plugin_helpers.hpp").is_file(),
+           "accel_plugin_helpers.hpp is installed next to accel_plugin.h")
 
     # No LD_LIBRARY_PATH: the staged accelctl and accel-conformance find the
     # staged library through their RUNPATH, as under a prefix like /opt/x.
@@ -428,7 +438,9 @@ def step_plugin(args, tmp):
     del env["ACCEL_PLUGIN_PATH"]
     del env["ACCEL_BACKEND"]
     out = run(["bash", "-e", "build.sh"], cwd=work, env=env).stdout
-    expect('kBackendName = "oot"' in (work / "sim.cpp").read_text(), "the copy was renamed to oot")
+    renamed = (work / "skeleton.cpp").read_text()
+    expect('kBackendName = "oot"' in renamed and "skeleton" not in renamed.lower(),
+           "the copy was renamed to oot, every skeleton/SKELETON with it")
     # bash -e: the script already failed if accel-conformance did.
     expect("All tests passed" in out.split("accel-conformance --backend oot")[-1],
            "accel-conformance --backend oot passes (Catch2: All tests passed)")
@@ -443,7 +455,7 @@ def step_plugin(args, tmp):
                f"the plugin exports only accel_plugin_get_api (got {exported})")
 
     env["ACCEL_PLUGIN_PATH"] = str(work / "plugins")
-    env["ACCEL_SIM_DEVICES"] = "2"
+    env["ACCEL_OOT_DEVICES"] = "2"
     p = run(["accelctl", "backends", "--json"], cwd=work, env=env, check=False)
     if p.returncode != 0:
         p = run(["accelctl", "--json", "backends"], cwd=work, env=env)
@@ -468,25 +480,32 @@ def step_readme(args, tmp):
     for title in ("## Use accel from C", "## Use accel from C++", "## Write a backend"):
         expect(re.search(rf"^{re.escape(title)}\s*$", readme, re.M) is not None,
                f"README has a section '{title[3:]}'")
-    # <!-- example: path --> then a fenced block whose body is the file.
+    # The backend recipe lives in docs/; README's section points there.
+    recipe = src / "docs" / "writing-a-backend.md"
+    expect(recipe.is_file() and re.search(r"^# Write a backend\s*$", recipe.read_text(), re.M)
+           is not None, "docs/writing-a-backend.md holds the backend recipe")
+    # <!-- example: path --> then a fenced block whose body is the file, in
+    # README.md or any document of docs/.
     pattern = re.compile(r"<!-- example: (\S+) -->\s*\n```[^\n]*\n(.*?)```", re.S)
-    quoted = {}
-    for m in pattern.finditer(readme):
-        quoted.setdefault(m.group(1), []).append(m.group(2))
+    quoted = {}  # example file -> [(document, body)]
+    for doc in [src / "README.md"] + sorted((src / "docs").glob("*.md")):
+        for m in pattern.finditer(doc.read_text()):
+            quoted.setdefault(m.group(1), []).append((str(doc.relative_to(src)), m.group(2)))
     examples = sorted(str(p.relative_to(src)) for p in (src / "examples").rglob("*") if p.is_file())
     expect(examples != [], "examples/ has files")
     for rel in examples:
-        expect(rel in quoted, f"README quotes {rel}")
+        expect(rel in quoted, f"README.md or docs/ quotes {rel}")
         want = (src / rel).read_text()
-        for body in quoted[rel]:
+        for doc, body in quoted[rel]:
             if body != want:
                 import difflib
                 diff = "".join(difflib.unified_diff(want.splitlines(True), body.splitlines(True),
-                                                    rel, "README.md"))
+                                                    rel, doc))
                 log(diff)
-            expect(body == want, f"README's copy of {rel} equals the file")
-    for rel in quoted:
-        expect((src / rel).is_file(), f"README's example marker names an existing file ({rel})")
+            expect(body == want, f"{doc}'s copy of {rel} equals the file")
+    for rel, places in quoted.items():
+        expect((src / rel).is_file(),
+               f"the example marker in {places[0][0]} names an existing file ({rel})")
 
 
 STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,

@@ -73,7 +73,9 @@ struct Expect {
   std::string key;      // short label for messages
   std::string path;     // the entry's path as accel reports it
   int status;           // accel_backend_status_t value
-  std::vector<std::vector<std::string>> reason_any;  // all groups must match; any in a group
+  // All groups must match, any string in a group. The last group of every
+  // refused item is the rule of docs/plugin-abi.md the loader must name.
+  std::vector<std::vector<std::string>> reason_any;
   std::string name;     // expected backend name, "" to skip
 };
 
@@ -139,27 +141,32 @@ inline Corpus build(bool with_sim = true) {
 
   using V = std::vector<std::vector<std::string>>;
   c.expect = {
-      {"abi-major", d + "accel-abi-major.so", kRejected, V{{"abi"}}, ""},
+      {"abi-major", d + "accel-abi-major.so", kRejected, V{{"abi"}, {"(plugin-abi rule 13)"}}, ""},
       {"dup-a", d + "accel-dup-a.so", kNoDevices, V{}, "dup"},
-      {"dup-b", d + "accel-dup-b.so", kDuplicate, V{{"duplicate", "already"}}, ""},
+      {"dup-b", d + "accel-dup-b.so", kDuplicate,
+       V{{"duplicate", "already"}, {"(plugin-abi rule 17)"}}, ""},
       {"init-fail", d + "accel-init-fail.so", kRejected,
-       V{{"init"}, {"deliberate init failure"}}, ""},
+       V{{"init"}, {"deliberate init failure"}, {"(plugin-abi rule 23)"}}, ""},
       {"no-entry", d + "accel-no-entry.so", kRejected,
-       V{{"accel_plugin_get_api", "entry", "symbol"}}, ""},
-      {"notelf", d + "accel-notelf.so", kRejected, V{{"elf", "too short", "invalid"}}, ""},
+       V{{"accel_plugin_get_api", "entry", "symbol"}, {"(plugin-abi rule 10)"}}, ""},
+      {"notelf", d + "accel-notelf.so", kRejected,
+       V{{"elf", "too short", "invalid"}, {"(plugin-abi rule 9)"}}, ""},
       {"null-entry", d + "accel-null-entry.so", kRejected,
-       V{{"null", "declin", "entry"}}, ""},
-      {"null-op", d + "accel-null-op.so", kRejected, V{{"stream_query"}}, ""},
+       V{{"null", "declin", "entry"}, {"(plugin-abi rule 11)"}}, ""},
+      {"null-op", d + "accel-null-op.so", kRejected, V{{"stream_query"}, {"(plugin-abi rule 18)"}},
+       ""},
       {"small-vtable", d + "accel-small-vtable.so", kRejected,
-       V{{"struct_size", "too small"}}, ""},
+       V{{"struct_size", "too small"}, {"(plugin-abi rule 12)"}}, ""},
       {"tiny", d + "accel-tiny.so", kNoDevices, V{}, "tiny"},
       {"unreadable", d + "accel-unreadable.so", kRejected,
-       V{{"read", "permission"}}, ""},
+       V{{"read", "permission"}, {"(plugin-abi rule 8)"}}, ""},
       // The symlink resolves to accel-tiny.so: reported under that path.
-      {"symlink", d + "accel-tiny.so", kDuplicate, V{{"duplicate", "already", "same"}}, ""},
-      {"relative", c.relative_entry, kRejected, V{{"absolute"}}, ""},
-      {"missing", c.missing_entry, kRejected, V{{"does not exist", "no such", "not exist"}}, ""},
-      {"world-writable", c.ww_dir, kRejected, V{{"writable"}}, ""},
+      {"symlink", d + "accel-tiny.so", kDuplicate,
+       V{{"duplicate", "already", "same"}, {"(plugin-abi rule 7)"}}, ""},
+      {"relative", c.relative_entry, kRejected, V{{"absolute"}, {"(plugin-abi rule 2)"}}, ""},
+      {"missing", c.missing_entry, kRejected,
+       V{{"does not exist", "no such", "not exist"}, {"(plugin-abi rule 3)"}}, ""},
+      {"world-writable", c.ww_dir, kRejected, V{{"writable"}, {"(plugin-abi rule 4)"}}, ""},
   };
   c.plugin_path = c.dir + ":" + c.relative_entry + ":" + c.missing_entry + ":" + c.ww_dir;
   if (with_sim) {

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <regex>
 #include <thread>
 
 #include "corpus.hpp"
@@ -160,6 +161,26 @@ TEST_CASE("every hostile item is reported with its fault", "[hostile]") {
       CHECK(index_of[order[i - 1]] < index_of[order[i]]);
     }
   }
+}
+
+// Every refusal sends its reader to the rule it applied (docs/plugin-abi.md;
+// tests/docs checks that each rule the core cites exists there).
+TEST_CASE("every refusal of the hostile corpus names its plugin-abi rule", "[hostile]") {
+  const auto es = entries();
+  INFO("discovery saw:\n" << dump(es));
+  const std::regex rule(R"(\(plugin-abi rule [0-9]+\))");
+  size_t refused = 0;
+  for (const auto& e : es) {
+    if (e.status != corpus::kRejected && e.status != corpus::kDuplicate &&
+        e.status != corpus::kUnavailable)
+      continue;
+    ++refused;
+    INFO("entry " << e.index << " (" << corpus::status_name(e.status) << ") " << e.path
+                  << ": reason \"" << e.reason << "\"");
+    CHECK(std::regex_search(e.reason, rule));
+  }
+  // Every item of the corpus is refused but its two good plugins (dup-a, tiny).
+  CHECK(refused >= g_corpus.expect.size() - 2);
 }
 
 TEST_CASE("good plugins still load next to the hostile ones", "[hostile]") {
@@ -482,7 +503,7 @@ TEST_CASE("one folder listed three ways is searched once and listed thrice; a fi
     if (b == std::string::npos) b = path.size();
     parts.push_back(path.substr(a, b - a));
   }
-  REQUIRE(parts.size() == 4);
+  REQUIRE(parts.size() == 6);  // dir, dir/, link, file, "", file/
   // The tiny plugin was loaded once.
   CHECK(copies_of(es, "tiny").size() == 1);
   for (size_t i = 1; i < 3; ++i) {
@@ -495,15 +516,28 @@ TEST_CASE("one folder listed three ways is searched once and listed thrice; a fi
     CHECK(row->reason.find("ACCEL_PLUGIN_PATH entry '" + parts[i] + "'") != std::string::npos);
     CHECK(row->reason.find("same directory as the earlier entry '" + parts[0] + "'") !=
           std::string::npos);
+    CHECK(row->reason.find("(plugin-abi rule 5)") != std::string::npos);
   }
-  const Entry* file = nullptr;
+  // A file, with or without a trailing slash: what to list instead.
+  for (size_t i : {size_t{3}, size_t{5}}) {
+    INFO("entry " << parts[i]);
+    const Entry* file = nullptr;
+    for (const auto& e : es)
+      if (e.path == parts[i]) file = &e;
+    REQUIRE(file != nullptr);
+    CHECK(file->status == corpus::kRejected);
+    CHECK(file->reason.find("ACCEL_PLUGIN_PATH entry '" + parts[i] + "' is a file") !=
+          std::string::npos);
+    CHECK(file->reason.find("list its directory ('" + parts[0] + "')") != std::string::npos);
+    CHECK(file->reason.find("(plugin-abi rule 3)") != std::string::npos);
+  }
+  // The empty entry between two ':' is listed too.
+  const Entry* empty = nullptr;
   for (const auto& e : es)
-    if (e.path == parts[3]) file = &e;
-  REQUIRE(file != nullptr);
-  CHECK(file->status == corpus::kRejected);
-  CHECK(file->reason.find("ACCEL_PLUGIN_PATH entry '" + parts[3] + "' is a file") !=
-        std::string::npos);
-  CHECK(file->reason.find("list its directory ('" + parts[0] + "')") != std::string::npos);
+    if (e.path.empty()) empty = &e;
+  REQUIRE(empty != nullptr);
+  CHECK(empty->status == corpus::kRejected);
+  CHECK(empty->reason.find("empty ACCEL_PLUGIN_PATH entry") != std::string::npos);
 }
 
 // --- priorities --------------------------------------------------------------------
@@ -515,6 +549,7 @@ TEST_CASE("a dropped-in plugin cannot claim a vendor priority", "[priority]") {
   REQUIRE(loud != nullptr);
   CHECK(loud->priority == 99);
   CHECK(loud->reason.find("priority 500 lowered to 99") != std::string::npos);
+  CHECK(loud->reason.find("(plugin-abi rule 16)") != std::string::npos);
   // sim comes from this build's own plugin folder: its priority is its own.
   const Entry* sim = find_by_name(es, "sim");
   REQUIRE(sim != nullptr);
@@ -542,6 +577,7 @@ TEST_CASE("an invalid backend name is echoed in the reason", "[bad-name]") {
     seen = true;
     CHECK(e.status == corpus::kRejected);
     CHECK(e.reason.find("'Bad-Name'") != std::string::npos);
+    CHECK(e.reason.find("(plugin-abi rule 15)") != std::string::npos);
   }
   CHECK(seen);
 }
@@ -607,7 +643,8 @@ int setup_scenario(accel_test::Parsed& parsed) {
     const std::string link = dir + "-link";
     std::filesystem::create_directory_symlink(dir, link);
     g_cleanup.push_back(link);
-    const std::string path = dir + ":" + dir + "/:" + link + ":" + dir + "/accel-tiny.so";
+    const std::string path = dir + ":" + dir + "/:" + link + ":" + dir + "/accel-tiny.so::" + dir +
+                             "/accel-tiny.so/";
     setenv("ACCEL_PLUGIN_PATH", path.c_str(), 1);
     setenv("ACCEL_TINY_DEVICES", "1", 1);
   } else if (g_scenario == "priority" || g_scenario == "tie") {
