@@ -280,7 +280,12 @@ ACCEL_API accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* p
 
 /* A host function run on a stream, in stream order, on a thread owned by the
  * backend. It must not call accel functions that wait on the same stream.
- * cuLaunchHostFunc's CUhostFn. */
+ * Direct waits are refused with ACCEL_ERROR_INVALID_ARGUMENT on every
+ * backend (accel_stream_synchronize or accel_stream_destroy of its own
+ * stream, accel_synchronize of its device, accel_event_synchronize of an
+ * event recorded on its stream after it); a wait that reaches its stream only
+ * through other streams (one waiting on an event recorded after it) is not
+ * detected and never returns, as in CUDA. cuLaunchHostFunc's CUhostFn. */
 typedef void (*accel_host_fn)(void* user_data);
 
 /* Queues fn(user_data) on `stream`: it runs after all earlier work on the

@@ -149,6 +149,28 @@ TEST_CASE("accelctl --json with no variables: no accelerator and exit 0", "[acce
   CHECK(j["current_accelerator"].is_null());
 }
 
+TEST_CASE("accelctl names every capability bit accel.h defines", "[accelctl]") {
+  RunResult r = run_accelctl(
+      {"backends", "--json"},
+      {{"ACCEL_PLUGIN_PATH", corpus::env_or_die("ACCEL_TEST_SIM_DIR")}, {"ACCEL_SIM_DEVICES", "2"}});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = parse_or_fail(r);
+  std::vector<json> es;
+  collect_entries(j, es);
+  bool seen = false;
+  for (const auto& e : es) {
+    if (str_field(e, "name") != "sim" || !e.contains("capabilities")) continue;
+    seen = true;
+    const std::string caps = e["capabilities"].dump();
+    CHECK(caps.find("unknown") == std::string::npos);
+    // sim declares both bits of plugin ABI 1.1.
+    CHECK(caps.find("discovery_fork_safe") != std::string::npos);
+    CHECK(caps.find("cross_device_wait") != std::string::npos);
+  }
+  CHECK(seen);
+}
+
 TEST_CASE("accelctl --json with two simulated devices", "[accelctl]") {
   RunResult r = run_accelctl(
       {"--json"},

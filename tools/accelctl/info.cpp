@@ -88,6 +88,8 @@ std::vector<std::string> capability_words(uint32_t caps) {
       {ACCEL_CAP_TIMING_EVENTS, "timing_events"},
       {ACCEL_CAP_HOST_FUNCTIONS, "host_functions"},
       {ACCEL_CAP_STREAM_PRIORITIES, "stream_priorities"},
+      {ACCEL_CAP_DISCOVERY_FORK_SAFE, "discovery_fork_safe"},
+      {ACCEL_CAP_CROSS_DEVICE_WAIT, "cross_device_wait"},
   };
   std::vector<std::string> words;
   uint32_t known = 0;
