@@ -32,7 +32,7 @@ std::string on_device(int32_t device) { return "on device " + std::to_string(dev
 accel_status_t op_init() {
   return guarded("init", [] {
     // A machine without an AMD GPU does not pay for loading HIP at every
-    // program start (performance issue: cold start); device_count says why.
+    // program start (cold start); device_count says why.
     if (!visibly_no_gpu().empty()) return ACCEL_SUCCESS;
     return load_runtime();
   });

@@ -6,8 +6,8 @@
 //  - "direct": the same plugin operation called straight through the sim
 //    plugin's vtable, on a private copy of the plugin (so the core's instance
 //    is untouched).
-// tests/bench/run.py turns the JSON into ratios against the targets of the
-// performance issue.
+// tests/bench/run.py turns the JSON into ratios against the targets it
+// holds (docs/performance.md shows the last table).
 #include <dlfcn.h>
 #include <unistd.h>
 

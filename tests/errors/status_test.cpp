@@ -1,4 +1,4 @@
-// Status names and messages (issue #8): every accel_status_t value has a
+// Status names and messages: every accel_status_t value has a
 // distinct, non-empty name equal to its enumerator in accel.h and a
 // non-empty message; unknown values get ACCEL_STATUS_UNKNOWN. The list of
 // values is read from the header itself (ACCEL_HEADER), so a status added

@@ -1,4 +1,4 @@
-// Fork tests (issue #8) over sim, which is not fork-safe: a backend
+// Fork tests over sim, which is not fork-safe: a backend
 // initialised before fork() must answer ACCEL_ERROR_FORKED in the child,
 // one only counted before fork() must work there, and no fork() may leave
 // the child a lock held by a thread that does not exist there.

@@ -269,8 +269,8 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtim
   CHECK(contains(c.out, "status=no_devices"));
   CHECK(contains(c.out, "devices=0"));
   // Without /dev/kfd ROCr cannot see a GPU: discovery says so without
-  // loading the runtime (performance issue: no vendor runtime that is not
-  // needed to count devices).
+  // loading the runtime (no vendor runtime that is not needed to count
+  // devices: it costs start-up time).
   CHECK(contains(c.out, "/dev/kfd is absent"));
   CHECK(contains(c.out, "the HIP runtime was not loaded"));
   CHECK_FALSE(contains(c.out, "hipGetDeviceCount"));
