@@ -8,24 +8,23 @@ struct StatusText {
   const char* message;
 };
 
-constexpr StatusText kStatus[ACCEL_STATUS_COUNT] = {
-    {"ACCEL_SUCCESS", "success"},
-    {"ACCEL_ERROR_INVALID_ARGUMENT", "invalid argument"},
-    {"ACCEL_ERROR_INVALID_DEVICE", "invalid device index"},
-    {"ACCEL_ERROR_NO_ACCELERATOR", "no accelerator is available"},
-    {"ACCEL_ERROR_NOT_SUPPORTED", "operation not supported by the backend"},
-    {"ACCEL_ERROR_NOT_READY", "work has not completed yet"},
-    {"ACCEL_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {"ACCEL_ERROR_EVENT_NOT_RECORDED", "event has not been recorded"},
-    {"ACCEL_ERROR_EVENT_NO_TIMING", "event was created without timing"},
-    {"ACCEL_ERROR_DEVICE_MISMATCH", "object belongs to another device or backend"},
-    {"ACCEL_ERROR_FORKED", "backend was initialised before fork() and is not fork-safe"},
-    {"ACCEL_ERROR_BACKEND_UNAVAILABLE", "vendor library or driver is unavailable"},
-    {"ACCEL_ERROR_BACKEND_FAILURE", "the vendor runtime reported an error"},
-    {"ACCEL_ERROR_OUT_OF_RANGE", "index out of range"},
-    {"ACCEL_ERROR_INTERNAL", "internal error"},
-    {"ACCEL_ERROR_REENTRANT", "called from a plugin callback while the core holds a lock"},
-};
+#define ACCEL_STATUS_TEXT_(name, value, message) {"ACCEL_" #name, message},
+constexpr StatusText kStatus[] = {ACCEL_STATUS_MAP(ACCEL_STATUS_TEXT_)};
+#undef ACCEL_STATUS_TEXT_
+
+// The tables are indexed by value: the map must count ACCEL_STATUS_COUNT
+// entries with the values 0, 1, ... in order.
+static_assert(sizeof kStatus / sizeof kStatus[0] == ACCEL_STATUS_COUNT,
+              "ACCEL_STATUS_COUNT must equal the number of entries of ACCEL_STATUS_MAP");
+#define ACCEL_STATUS_VALUE_(name, value, message) value,
+constexpr int kStatusValue[] = {ACCEL_STATUS_MAP(ACCEL_STATUS_VALUE_)};
+#undef ACCEL_STATUS_VALUE_
+constexpr bool values_in_order() {
+  for (int i = 0; i < ACCEL_STATUS_COUNT; ++i)
+    if (kStatusValue[i] != i) return false;
+  return true;
+}
+static_assert(values_in_order(), "ACCEL_STATUS_MAP must list the values 0, 1, ... in order");
 
 constexpr const char* kBackendStatus[] = {"available", "no_devices", "unavailable", "rejected",
                                           "duplicate"};

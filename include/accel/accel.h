@@ -49,51 +49,75 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /* One status enum for the whole API (libuv style). Values are stable: new
- * codes are only appended. */
+ * codes are only appended. ACCEL_STATUS_MAP(XX) lists every status once, as
+ * XX(name without the ACCEL_ prefix, value, accel_status_message text); the
+ * enum below and the library's name and message tables are generated from
+ * it, so they cannot disagree (libuv's UV_ERRNO_MAP). Meanings:
+ *
+ *  SUCCESS                  the call did what it says.
+ *  ERROR_INVALID_ARGUMENT   a pointer, size, flag or handle argument is
+ *                           invalid (NULL where not allowed, destroyed
+ *                           handle, default stream passed to destroy, ...).
+ *  ERROR_INVALID_DEVICE     device index outside [0, accel_device_count()).
+ *  ERROR_NO_ACCELERATOR     no accelerator is available
+ *                           (accel_is_available() is false).
+ *  ERROR_NOT_SUPPORTED      the backend does not implement this operation.
+ *  ERROR_NOT_READY          work queued on a stream or before an event has
+ *                           not completed yet: an answer of the query
+ *                           functions, not a failure.
+ *  ERROR_OUT_OF_MEMORY      device or host memory exhausted.
+ *  ERROR_EVENT_NOT_RECORDED elapsed_time on an event that was never recorded.
+ *  ERROR_EVENT_NO_TIMING    elapsed_time on an event created without
+ *                           ACCEL_EVENT_ENABLE_TIMING.
+ *  ERROR_DEVICE_MISMATCH    stream, event or pointer of another device or
+ *                           backend than required.
+ *  ERROR_FORKED             the backend was initialised before fork() and is
+ *                           not fork-safe: re-exec or spawn a fresh process
+ *                           to use it in the child.
+ *  ERROR_BACKEND_UNAVAILABLE the vendor library or driver is missing or
+ *                           unusable.
+ *  ERROR_BACKEND_FAILURE    the vendor runtime reported an error;
+ *                           accel_last_error() names the call and the
+ *                           vendor's code and text.
+ *  ERROR_OUT_OF_RANGE       index past the end of a list (e.g.
+ *                           accel_get_backend_info).
+ *  ERROR_INTERNAL           a bug in accel or a plugin broke an internal
+ *                           invariant.
+ *  ERROR_REENTRANT          the public API was called from a plugin callback
+ *                           that runs while the core holds one of its locks
+ *                           (a plugin's entry, init, device_count, lazy_init
+ *                           or default_stream): answering would deadlock.
+ *                           Plugins must not call the public API from their
+ *                           callbacks (accel_plugin.h). */
+#define ACCEL_STATUS_MAP(XX)                                                              \
+  XX(SUCCESS, 0, "success")                                                               \
+  XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                       \
+  XX(ERROR_INVALID_DEVICE, 2, "invalid device index")                                     \
+  XX(ERROR_NO_ACCELERATOR, 3, "no accelerator is available")                              \
+  XX(ERROR_NOT_SUPPORTED, 4, "operation not supported by the backend")                    \
+  XX(ERROR_NOT_READY, 5, "work has not completed yet")                                    \
+  XX(ERROR_OUT_OF_MEMORY, 6, "out of memory")                                             \
+  XX(ERROR_EVENT_NOT_RECORDED, 7, "event has not been recorded")                          \
+  XX(ERROR_EVENT_NO_TIMING, 8, "event was created without timing")                        \
+  XX(ERROR_DEVICE_MISMATCH, 9, "object belongs to another device or backend")             \
+  XX(ERROR_FORKED, 10, "backend was initialised before fork() and is not fork-safe")      \
+  XX(ERROR_BACKEND_UNAVAILABLE, 11, "vendor library or driver is unavailable")            \
+  XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")                   \
+  XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                        \
+  XX(ERROR_INTERNAL, 14, "internal error")                                                \
+  XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock")
+
+#define ACCEL_STATUS_ENUMERATOR_(name, value, message) ACCEL_##name = value,
 typedef enum accel_status {
-  ACCEL_SUCCESS = 0,
-  /* A pointer, size, flag or handle argument is invalid (NULL where not
-   * allowed, destroyed handle, default stream passed to destroy, ...). */
-  ACCEL_ERROR_INVALID_ARGUMENT = 1,
-  /* Device index outside [0, accel_device_count()). */
-  ACCEL_ERROR_INVALID_DEVICE = 2,
-  /* No accelerator is available (accel_is_available() is false). */
-  ACCEL_ERROR_NO_ACCELERATOR = 3,
-  /* The backend does not implement this operation. */
-  ACCEL_ERROR_NOT_SUPPORTED = 4,
-  /* Work queued on a stream or before an event has not completed yet. This
-   * is an answer of the query functions, not a failure. */
-  ACCEL_ERROR_NOT_READY = 5,
-  /* Device or host memory exhausted. */
-  ACCEL_ERROR_OUT_OF_MEMORY = 6,
-  /* elapsed_time on an event that was never recorded. */
-  ACCEL_ERROR_EVENT_NOT_RECORDED = 7,
-  /* elapsed_time on an event created without ACCEL_EVENT_ENABLE_TIMING. */
-  ACCEL_ERROR_EVENT_NO_TIMING = 8,
-  /* Stream, event or pointer of another device or backend than required. */
-  ACCEL_ERROR_DEVICE_MISMATCH = 9,
-  /* The backend was initialised before fork() and is not fork-safe: re-exec
-   * or spawn a fresh process to use it in the child. */
-  ACCEL_ERROR_FORKED = 10,
-  /* The vendor library or driver is missing or unusable. */
-  ACCEL_ERROR_BACKEND_UNAVAILABLE = 11,
-  /* The vendor runtime reported an error; accel_last_error() names the call
-   * and the vendor's code and text. */
-  ACCEL_ERROR_BACKEND_FAILURE = 12,
-  /* Index past the end of a list (e.g. accel_get_backend_info). */
-  ACCEL_ERROR_OUT_OF_RANGE = 13,
-  /* A bug in accel or a plugin broke an internal invariant. */
-  ACCEL_ERROR_INTERNAL = 14,
-  /* The public API was called from a plugin callback that runs while the
-   * core holds one of its locks (a plugin's entry, init, device_count,
-   * lazy_init or default_stream): answering would deadlock. Plugins must not
-   * call the public API from their callbacks (accel_plugin.h). */
-  ACCEL_ERROR_REENTRANT = 15,
+  ACCEL_STATUS_MAP(ACCEL_STATUS_ENUMERATOR_)
   /* Fixes the enum's size at 32 bits (Vulkan's rule); never returned. */
   ACCEL_STATUS_FORCE_INT32 = 0x7fffffff
 } accel_status_t;
+#undef ACCEL_STATUS_ENUMERATOR_
 
-/* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid. */
+/* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid.
+ * A macro for #if; the library checks at build time that it counts
+ * ACCEL_STATUS_MAP and that the values run 0, 1, ... in order. */
 #define ACCEL_STATUS_COUNT 16
 
 /* Symbolic name of a status ("ACCEL_ERROR_INVALID_DEVICE"); for an unknown

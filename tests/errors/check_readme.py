@@ -10,14 +10,13 @@ import sys
 
 
 def header_statuses(path):
+    """The statuses of ACCEL_STATUS_MAP, the one list the enum is made from."""
     text = open(path, encoding="utf-8").read()
-    m = re.search(r"typedef enum accel_status \{(.*?)\} accel_status_t;", text, re.S)
+    m = re.search(r"#define ACCEL_STATUS_MAP\(XX\)(.*?)\n\n", text, re.S)
     if not m:
-        sys.exit(f"FAILED: no 'typedef enum accel_status {{ ... }} accel_status_t;' in {path}")
-    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
-    items = re.findall(r"\b(ACCEL_[A-Z0-9_]+)\s*=\s*(0x[0-9a-fA-F]+|\d+)", body)
-    return [name for name, value in sorted(items, key=lambda nv: int(nv[1], 0))
-            if name != "ACCEL_STATUS_FORCE_INT32"]
+        sys.exit(f"FAILED: no '#define ACCEL_STATUS_MAP(XX)' in {path}")
+    items = re.findall(r"\bXX\(([A-Z0-9_]+),\s*(\d+),", m.group(1))
+    return ["ACCEL_" + name for name, value in sorted(items, key=lambda nv: int(nv[1]))]
 
 
 def readme_rows(path):
