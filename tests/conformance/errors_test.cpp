@@ -235,7 +235,7 @@ TEST_CASE("cross-device use is DEVICE_MISMATCH naming both devices", "[errors][m
     FreshResult r = run_in_fresh_thread([&] { return accel_stream_wait_event(s0, e1); });
     if (has_cap(ACCEL_CAP_CROSS_DEVICE_WAIT)) {
       INFO(r.after);
-      CHECK(r.status == ACCEL_SUCCESS);  // ordering itself: test_edge_cases.cpp
+      CHECK(r.status == ACCEL_SUCCESS);  // ordering itself: edge_cases_test.cpp
     } else {
       CHECK(r.status == ACCEL_ERROR_DEVICE_MISMATCH);
       check_names_both(r.after, 0, other);

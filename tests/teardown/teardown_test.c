@@ -1,5 +1,5 @@
 /*
- * teardown.c - process exit with accel objects still alive.
+ * teardown_test.c - process exit with accel objects still alive.
  *
  *   accel-teardown-test exit         work, then exit(0) from main with live
  *                                    streams, events, allocations and host

@@ -3,7 +3,7 @@
 // -Werror, so any C++20 construct left in the header (std::span, designated
 // initialisers, a derived operator!=, ...) fails the build. Runs over sim
 // with 2 devices (tests/cxx/meson.build); the full behaviour of the layer is
-// tested in C++20 by test_cxx_api.cpp, this covers what C++17 spells
+// tested in C++20 by cxx_api_test.cpp, this covers what C++17 spells
 // differently.
 #include <accel/accel.hpp>
 
