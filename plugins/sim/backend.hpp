@@ -1,0 +1,189 @@
+// backend.hpp - the one internal header of the sim backend: its types and the
+// declarations its .cpp files share. README.md says what each file does.
+#pragma once
+
+#include <accel/accel_plugin.h>
+#include <accel/accel_plugin_helpers.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "../../backends/common/plugin_ops.hpp"
+
+namespace accel::sim {
+
+using accel::plugin::fail;
+using accel::plugin::guarded;
+
+// ---------------------------------------------------------------------------
+// Simulated streams (engine.cpp)
+// ---------------------------------------------------------------------------
+
+// An in-order queue of tasks executed by one dedicated worker thread.
+class Stream {
+ public:
+  using Task = std::function<void()>;
+
+  // Starts the worker thread last, once every member exists; may throw
+  // std::system_error (start_stream turns it into a status).
+  Stream(int32_t device, int32_t priority, bool is_default);
+  ~Stream();
+
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  int32_t device() const { return device_; }
+  int32_t priority() const { return priority_; }
+  bool is_default() const { return is_default_; }
+  // True on this stream's worker thread, i.e. inside one of its host
+  // functions: blocking calls use it to fail instead of waiting on
+  // themselves. (An id rather than a thread_local pointer: dynamic TLS in a
+  // dlopen()ed module crashes LeakSanitizer on current glibc.)
+  std::thread::id worker_id() const { return worker_id_; }
+  bool is_current_worker() const { return worker_id_ == std::this_thread::get_id(); }
+
+  // Queues `task`; blocks while the queue is full. Returns false if the
+  // stream is shutting down. A `marker` task (an event record) does no work
+  // of its own: the stream counts as idle while it runs, so whoever it wakes
+  // (event_synchronize) then sees the stream idle, as CUDA guarantees.
+  bool enqueue(Task task, bool marker = false);
+  // True when nothing is queued or running.
+  bool idle();
+  // Blocks until nothing is queued or running.
+  void synchronize();
+  // Lets the worker drain everything already queued, then stops and joins
+  // it. Idempotent; called by stream_destroy and by the destructor.
+  void shutdown();
+
+ private:
+  void run_task(Task& task);
+  void run();
+
+  const int32_t device_;
+  const int32_t priority_;
+  const bool is_default_;
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;   // worker: a task arrived or stop asked
+  std::condition_variable idle_cv_;   // synchronize: pending_ reached 0
+  std::condition_variable space_cv_;  // producers: room in the queue
+  struct Queued {
+    Task task;
+    bool marker;
+  };
+  std::deque<Queued> queue_;
+  size_t pending_ = 0;  // queued + running
+  bool stopping_ = false;
+  std::thread worker_;  // started after everything above exists
+  // Copy of worker_.get_id(), written once in the constructor before the
+  // handle is published and never again, so any thread may read it while
+  // shutdown() joins worker_.
+  std::thread::id worker_id_;
+};
+
+// Makes a stream and starts its worker thread. A thread the host cannot
+// start is ACCEL_ERROR_OUT_OF_MEMORY ("<op>: cannot start a worker thread").
+accel_status_t start_stream(const char* op, int32_t device, int32_t priority, bool is_default,
+                            std::shared_ptr<Stream>& out);
+
+// Enqueues on a stream, mapping "being destroyed" to a status.
+accel_status_t submit(Stream* s, const char* op, Stream::Task task, bool marker = false);
+
+inline Stream* as_stream(accel_plugin_stream_t h) { return static_cast<Stream*>(h); }
+
+// ---------------------------------------------------------------------------
+// Events (events.cpp; streams.cpp waits on them)
+// ---------------------------------------------------------------------------
+
+// One record of an event. A new object per record (rather than one counter
+// per event) keeps every record's completion exact even when records of the
+// same event on different streams complete out of order: a wait enqueued
+// against record k waits for record k, not for "some record >= k".
+struct Record {
+  bool done = false;                               // guarded by EventState::mu
+  std::chrono::steady_clock::time_point when{};    // valid once done
+  std::thread::id worker;                          // worker thread of the recording stream
+};
+
+struct EventState {
+  EventState(int32_t dev, uint32_t fl) : device(dev), flags(fl) {}
+  const int32_t device;
+  const uint32_t flags;
+  std::mutex mu;
+  std::condition_variable cv;       // notified when any record completes
+  std::shared_ptr<Record> latest;   // null: never recorded
+};
+
+// The handle given to the core. Tasks hold the shared state, so destroying
+// an event while a record or a wait on it is queued is safe.
+struct Event {
+  std::shared_ptr<EventState> state;
+};
+
+inline Event* as_event(accel_plugin_event_t h) { return static_cast<Event*>(h); }
+
+// ---------------------------------------------------------------------------
+// Devices and global state (count.cpp, devices.cpp)
+// ---------------------------------------------------------------------------
+
+struct Device {
+  Device(int32_t i, uint64_t mem) : index(i), total_memory(mem) {}
+  const int32_t index;
+  const uint64_t total_memory;
+
+  // Live allocations, base address -> size; ordered so a pointer can be
+  // mapped to the allocation containing it.
+  std::mutex mem_mu;
+  std::map<uintptr_t, size_t> allocations;
+  uint64_t allocated = 0;
+
+  // Every live stream of the device, for device_synchronize. shared_ptr so
+  // a synchronize that snapshotted a stream stays safe while another thread
+  // destroys it.
+  std::mutex streams_mu;
+  std::unordered_map<const Stream*, std::shared_ptr<Stream>> streams;
+  Stream* default_stream = nullptr;  // created lazily, owned by `streams`
+};
+
+struct State {
+  int32_t device_count = 0;
+  // Why there are no devices (dormant or bad configuration); "" otherwise.
+  std::string no_device_reason;
+  std::vector<std::unique_ptr<Device>> devices;
+};
+
+// The process-wide state, built from ACCEL_SIM_* on first use by any thread
+// and never destroyed (count.cpp). May throw std::bad_alloc the first time.
+State& state();
+
+// The device for an index the core has already validated; checked again
+// because a backend should not crash on a broken caller. Fails with
+// ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// ---------------------------------------------------------------------------
+// The operations, one per vtable member (wired in plugin.cpp)
+// ---------------------------------------------------------------------------
+
+// count.cpp: init, device_count. devices.cpp: lazy_init, get_device_properties,
+// runtime_version (the simulator is its own runtime). No get/set_current_device:
+// the simulator has no native current device.
+accel_status_t op_init();
+accel_status_t op_device_count(int32_t* count);
+accel_status_t op_lazy_init();
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+accel_status_t op_runtime_version(char* buf, size_t size);
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+
+}  // namespace accel::sim

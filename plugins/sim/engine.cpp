@@ -1,0 +1,138 @@
+// engine.cpp - what makes a simulated stream: an in-order task queue served
+// by its own worker thread, so ordering, waits and timing behave as on a GPU.
+#include "backend.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <system_error>
+#include <utility>
+
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
+namespace accel::sim {
+
+namespace {
+
+// Bound on queued (not yet started) tasks per stream. A producer that finds
+// the queue full blocks until the worker makes room, as a GPU launch queue
+// does, so a runaway loop cannot eat unbounded host memory. The worker thread
+// itself never blocks on its own queue (that would deadlock).
+constexpr size_t kMaxQueuedTasks = 4096;
+
+}  // namespace
+
+Stream::Stream(int32_t device, int32_t priority, bool is_default)
+    : device_(device), priority_(priority), is_default_(is_default) {
+  worker_ = std::thread([this] { run(); });
+  worker_id_ = worker_.get_id();
+}
+
+Stream::~Stream() { shutdown(); }
+
+bool Stream::enqueue(Task task, bool marker) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!is_current_worker()) {
+    space_cv_.wait(lock, [&] { return stopping_ || queue_.size() < kMaxQueuedTasks; });
+  }
+  if (stopping_) return false;
+  queue_.push_back(Queued{std::move(task), marker});  // may throw; nothing changed yet
+  ++pending_;
+  work_cv_.notify_one();
+  return true;
+}
+
+bool Stream::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_ == 0;
+}
+
+void Stream::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return pending_ == 0; });
+}
+
+void Stream::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  if (!worker_.joinable()) return;
+  if (worker_.get_id() == std::this_thread::get_id()) {
+    worker_.detach();  // cannot join oneself; entries refuse this case anyway
+  } else {
+    worker_.join();
+  }
+}
+
+void Stream::run_task(Task& task) {
+  try {
+    task();
+  } catch (const std::exception& e) {
+    accel::plugin::log(ACCEL_LOG_ERROR, "a task on a stream of device %d threw: %s",
+                       static_cast<int>(device_), e.what());
+  } catch (...) {
+    accel::plugin::log(ACCEL_LOG_ERROR,
+                       "a task on a stream of device %d threw a non-standard exception",
+                       static_cast<int>(device_));
+  }
+}
+
+void Stream::run() {
+#if defined(__linux__)
+  char name[16];  // Linux limit, NUL included; shows in gdb/top
+  std::snprintf(name, sizeof name, "accel-sim%d", static_cast<int>(device_));
+  pthread_setname_np(pthread_self(), name);
+#endif
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping, and everything queued has run
+    Task task = std::move(queue_.front().task);
+    bool marker = queue_.front().marker;
+    queue_.pop_front();
+    space_cv_.notify_one();
+    if (marker) {
+      // Completing a record and leaving the stream idle happen under one
+      // lock, so event_synchronize then stream_query sees an idle stream
+      // and stream_synchronize then event_query sees a completed event
+      // (CUDA's guarantee both ways). A record only takes its event's
+      // lock, and nothing holds an event lock while taking a stream's.
+      run_task(task);
+      task = nullptr;
+      if (--pending_ == 0) idle_cv_.notify_all();
+      continue;
+    }
+    lock.unlock();
+    run_task(task);
+    // Release the task's captures (event states, ...) outside the lock.
+    task = nullptr;
+    lock.lock();
+    if (--pending_ == 0) idle_cv_.notify_all();
+  }
+}
+
+accel_status_t start_stream(const char* op, int32_t device, int32_t priority, bool is_default,
+                            std::shared_ptr<Stream>& out) {
+  try {
+    out = std::make_shared<Stream>(device, priority, is_default);
+    return ACCEL_SUCCESS;
+  } catch (const std::system_error& e) {
+    // std::thread reports "cannot create another thread" this way: the host
+    // is out of resources, which guarded() alone would call internal.
+    if (e.code() == std::errc::resource_unavailable_try_again)
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: cannot start a worker thread: %s", op, e.what());
+    return fail(ACCEL_ERROR_INTERNAL, "%s: system error: %s", op, e.what());
+  }
+}
+
+accel_status_t submit(Stream* s, const char* op, Stream::Task task, bool marker) {
+  if (!s->enqueue(std::move(task), marker))
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: the stream is being destroyed", op);
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace accel::sim
