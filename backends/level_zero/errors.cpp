@@ -1,165 +1,131 @@
-// ze_result_t names, the accel status they map to, and the helpers that report
-// failures and log through the host services.
-#include "l0.hpp"
+// ze_result_t names and descriptions, the accel status each maps to, and the
+// one shape of a Level Zero failure (vendor_fail).
+#include "backend.hpp"
 
-#include <cstdio>
-
-namespace accel_ze {
-
-const accel_host_services_t* g_host = nullptr;
+namespace accel::level_zero {
 
 namespace {
 
-// The host table may be older (smaller) than ours: read no member past its
-// struct_size.
-bool host_has(size_t member_end) { return g_host != nullptr && g_host->struct_size >= member_end; }
+struct ResultInfo {
+  uint32_t code;
+  const char* name;
+  const char* text;
+};
 
-}  // namespace
+// By value rather than enumerator: some results are newer than the 1.8
+// headers this is built against.
+constexpr ResultInfo kResults[] = {
+    {0x0, "ZE_RESULT_SUCCESS", "success"},
+    {0x1, "ZE_RESULT_NOT_READY", "the synchronization object is not signalled yet"},
+    {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST",
+     "the device hung, was reset or removed, or its driver was updated"},
+    {0x70000002, "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY", "not enough host memory"},
+    {0x70000003, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "not enough device memory"},
+    {0x70000004, "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE", "building the module failed"},
+    {0x70000005, "ZE_RESULT_ERROR_MODULE_LINK_FAILURE", "linking the modules failed"},
+    {0x70000006, "ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET", "the device needs a reset"},
+    {0x70000007, "ZE_RESULT_ERROR_DEVICE_IN_LOW_POWER_STATE", "the device is in a low-power state"},
+    {0x7ff00001, "ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX", "the device is not a fabric vertex"},
+    {0x7ff00002, "ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE", "the fabric vertex is not a device"},
+    {0x7ff00003, "ZE_RESULT_EXP_ERROR_REMOTE_DEVICE", "the fabric vertex is a remote device"},
+    {0x7ff00004, "ZE_RESULT_EXP_ERROR_OPERANDS_INCOMPATIBLE", "the operands are incompatible"},
+    {0x7ff00005, "ZE_RESULT_EXP_RTAS_BUILD_RETRY",
+     "the acceleration structure build must be retried"},
+    {0x7ff00006, "ZE_RESULT_EXP_RTAS_BUILD_DEFERRED",
+     "the acceleration structure build was deferred"},
+    {0x70010000, "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS", "permission denied"},
+    {0x70010001, "ZE_RESULT_ERROR_NOT_AVAILABLE", "the resource is in use by someone else"},
+    {0x70020000, "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE", "a required dependency is missing"},
+    {0x70020001, "ZE_RESULT_WARNING_DROPPED_DATA", "data may have been dropped"},
+    {0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED", "the driver is not initialized"},
+    {0x78000002, "ZE_RESULT_ERROR_UNSUPPORTED_VERSION", "unsupported version"},
+    {0x78000003, "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE", "unsupported feature"},
+    {0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT", "invalid argument"},
+    {0x78000005, "ZE_RESULT_ERROR_INVALID_NULL_HANDLE", "invalid handle"},
+    {0x78000006, "ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE",
+     "the object is still in use by the device"},
+    {0x78000007, "ZE_RESULT_ERROR_INVALID_NULL_POINTER", "a pointer argument is NULL"},
+    {0x78000008, "ZE_RESULT_ERROR_INVALID_SIZE", "invalid size"},
+    {0x78000009, "ZE_RESULT_ERROR_UNSUPPORTED_SIZE", "the device does not support this size"},
+    {0x7800000a, "ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT",
+     "the device does not support this alignment"},
+    {0x7800000b, "ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT",
+     "the synchronization object is in an invalid state"},
+    {0x7800000c, "ZE_RESULT_ERROR_INVALID_ENUMERATION", "invalid enumerator"},
+    {0x7800000d, "ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION",
+     "the device does not support this enumerator"},
+    {0x7800000e, "ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT",
+     "the device does not support this image format"},
+    {0x7800000f, "ZE_RESULT_ERROR_INVALID_NATIVE_BINARY",
+     "the device does not support this native binary"},
+    {0x78000010, "ZE_RESULT_ERROR_INVALID_GLOBAL_NAME", "no such global variable in the module"},
+    {0x78000011, "ZE_RESULT_ERROR_INVALID_KERNEL_NAME", "no such kernel in the module"},
+    {0x78000012, "ZE_RESULT_ERROR_INVALID_FUNCTION_NAME", "no such function in the module"},
+    {0x78000013, "ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION", "invalid group size dimension"},
+    {0x78000014, "ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION",
+     "invalid global width dimension"},
+    {0x78000015, "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX", "invalid kernel argument index"},
+    {0x78000016, "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE", "invalid kernel argument size"},
+    {0x78000017, "ZE_RESULT_ERROR_INVALID_KERNEL_ATTRIBUTE_VALUE",
+     "invalid kernel attribute value"},
+    {0x78000018, "ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED", "the module must be linked first"},
+    {0x78000019, "ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE",
+     "the command list type does not match the queue"},
+    {0x7800001a, "ZE_RESULT_ERROR_OVERLAPPING_REGIONS", "the copy regions overlap"},
+    {0x7800001b, "ZE_RESULT_WARNING_ACTION_REQUIRED",
+     "an action is required to complete the operation"},
+    {0x7800001c, "ZE_RESULT_ERROR_INVALID_KERNEL_HANDLE", "invalid kernel handle"},
+    {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN", "unknown or internal error"},
+};
 
-const char* ze_result_name(ze_result_t r) {
-  switch (static_cast<uint32_t>(r)) {
-    case 0x0: return "ZE_RESULT_SUCCESS";
-    case 0x1: return "ZE_RESULT_NOT_READY";
-    case 0x70000001: return "ZE_RESULT_ERROR_DEVICE_LOST";
-    case 0x70000002: return "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY";
-    case 0x70000003: return "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY";
-    case 0x70000004: return "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE";
-    case 0x70000005: return "ZE_RESULT_ERROR_MODULE_LINK_FAILURE";
-    case 0x70000006: return "ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET";
-    case 0x70000007: return "ZE_RESULT_ERROR_DEVICE_IN_LOW_POWER_STATE";
-    case 0x7ff00001: return "ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX";
-    case 0x7ff00002: return "ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE";
-    case 0x7ff00003: return "ZE_RESULT_EXP_ERROR_REMOTE_DEVICE";
-    case 0x7ff00004: return "ZE_RESULT_EXP_ERROR_OPERANDS_INCOMPATIBLE";
-    case 0x7ff00005: return "ZE_RESULT_EXP_RTAS_BUILD_RETRY";
-    case 0x7ff00006: return "ZE_RESULT_EXP_RTAS_BUILD_DEFERRED";
-    case 0x70010000: return "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS";
-    case 0x70010001: return "ZE_RESULT_ERROR_NOT_AVAILABLE";
-    case 0x70020000: return "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE";
-    case 0x70020001: return "ZE_RESULT_WARNING_DROPPED_DATA";
-    case 0x78000001: return "ZE_RESULT_ERROR_UNINITIALIZED";
-    case 0x78000002: return "ZE_RESULT_ERROR_UNSUPPORTED_VERSION";
-    case 0x78000003: return "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE";
-    case 0x78000004: return "ZE_RESULT_ERROR_INVALID_ARGUMENT";
-    case 0x78000005: return "ZE_RESULT_ERROR_INVALID_NULL_HANDLE";
-    case 0x78000006: return "ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE";
-    case 0x78000007: return "ZE_RESULT_ERROR_INVALID_NULL_POINTER";
-    case 0x78000008: return "ZE_RESULT_ERROR_INVALID_SIZE";
-    case 0x78000009: return "ZE_RESULT_ERROR_UNSUPPORTED_SIZE";
-    case 0x7800000a: return "ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT";
-    case 0x7800000b: return "ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT";
-    case 0x7800000c: return "ZE_RESULT_ERROR_INVALID_ENUMERATION";
-    case 0x7800000d: return "ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION";
-    case 0x7800000e: return "ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT";
-    case 0x7800000f: return "ZE_RESULT_ERROR_INVALID_NATIVE_BINARY";
-    case 0x78000010: return "ZE_RESULT_ERROR_INVALID_GLOBAL_NAME";
-    case 0x78000011: return "ZE_RESULT_ERROR_INVALID_KERNEL_NAME";
-    case 0x78000012: return "ZE_RESULT_ERROR_INVALID_FUNCTION_NAME";
-    case 0x78000013: return "ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION";
-    case 0x78000014: return "ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION";
-    case 0x78000015: return "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX";
-    case 0x78000016: return "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE";
-    case 0x78000017: return "ZE_RESULT_ERROR_INVALID_KERNEL_ATTRIBUTE_VALUE";
-    case 0x78000018: return "ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED";
-    case 0x78000019: return "ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE";
-    case 0x7800001a: return "ZE_RESULT_ERROR_OVERLAPPING_REGIONS";
-    case 0x7800001b: return "ZE_RESULT_WARNING_ACTION_REQUIRED";
-    case 0x7800001c: return "ZE_RESULT_ERROR_INVALID_KERNEL_HANDLE";
-    case 0x7ffffffe: return "ZE_RESULT_ERROR_UNKNOWN";
-    default: return "ZE_RESULT_UNKNOWN";
-  }
+const ResultInfo* find_result(ze_result_t r) noexcept {
+  for (const ResultInfo& info : kResults)
+    if (info.code == static_cast<uint32_t>(r)) return &info;
+  return nullptr;
 }
 
-accel_status_t status_of(ze_result_t r) {
+accel_status_t status_of(ze_result_t r) noexcept {
   switch (r) {
     case ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY:
     case ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY:
       return ACCEL_ERROR_OUT_OF_MEMORY;
+    case ZE_RESULT_NOT_READY:
+      return ACCEL_ERROR_NOT_READY;
     default:
       return ACCEL_ERROR_BACKEND_FAILURE;
   }
 }
 
-
-
-bool log_on(accel_log_level_t level) {
-  if (!host_has(offsetof(accel_host_services_t, log_enabled) + sizeof(void*)) ||
-      g_host->log_enabled == nullptr)
-    return host_has(offsetof(accel_host_services_t, log) + sizeof(void*)) && g_host->log;
-  return g_host->log_enabled(g_host, level) != 0;
-}
-
-void log_msg(accel_log_level_t level, const char* fmt, ...) {
-  if (!host_has(offsetof(accel_host_services_t, log) + sizeof(void*)) || g_host->log == nullptr)
-    return;
-  if (!log_on(level)) return;
-  try {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string s = vformat(fmt, ap);
-    va_end(ap);
-    g_host->log(g_host, level, s.c_str());
-  } catch (...) {
-    // Logging never fails an operation.
-  }
-}
-
-const char* host_env(const char* name) {
-  if (!host_has(offsetof(accel_host_services_t, get_env) + sizeof(void*)) ||
-      g_host->get_env == nullptr)
-    return nullptr;
-  return g_host->get_env(g_host, name);
-}
-
-static void set_error_text(accel_status_t status, const std::string& msg) {
-  if (host_has(offsetof(accel_host_services_t, set_error) + sizeof(void*)) && g_host->set_error)
-    g_host->set_error(g_host, status, msg.c_str());
-}
-
-accel_status_t fail(accel_status_t status, const char* fmt, ...) {
-  try {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string s = vformat(fmt, ap);
-    va_end(ap);
-    set_error_text(status, s);
-  } catch (...) {
-    set_error_text(status, "out of host memory while describing a failure");
-  }
-  return status;
-}
-
-std::string describe_failure(const char* call, ze_result_t r, ze_driver_handle_t driver) {
-  std::string msg = format("%s failed: %s (0x%08x)", call, ze_result_name(r),
-                           static_cast<unsigned>(r));
+// The driver's own description where there is one (spec 1.6+; the Debian 1.8
+// loader lacks it): more specific than the result's.
+const char* result_text(ze_result_t code, ze_driver_handle_t driver) noexcept {
   if (driver != nullptr && ze.zeDriverGetLastErrorDescription != nullptr) {
-    const char* text = nullptr;
-    if (ze.zeDriverGetLastErrorDescription(driver, &text) == ZE_RESULT_SUCCESS &&
-        text != nullptr && *text != '\0') {
-      msg += ": ";
-      msg += text;
-    }
+    const char* described = nullptr;
+    if (ze.zeDriverGetLastErrorDescription(driver, &described) == ZE_RESULT_SUCCESS &&
+        described != nullptr && *described != '\0')
+      return described;
   }
-  return msg;
+  const ResultInfo* info = find_result(code);
+  return info != nullptr ? info->text : nullptr;
 }
 
-accel_status_t ze_fail(const char* call, ze_result_t r, ze_driver_handle_t driver,
-                       const char* context_fmt, ...) {
-  accel_status_t st = status_of(r);
-  try {
-    std::string msg = describe_failure(call, r, driver);
-    if (context_fmt != nullptr) {
-      va_list ap;
-      va_start(ap, context_fmt);
-      msg += " (" + vformat(context_fmt, ap) + ")";
-      va_end(ap);
-    }
-    log_msg(ACCEL_LOG_DEBUG, "%s", msg.c_str());
-    set_error_text(st, msg);
-  } catch (...) {
-    set_error_text(st, call);
-  }
-  return st;
+}  // namespace
+
+const char* ze_result_name(ze_result_t r) noexcept {
+  const ResultInfo* info = find_result(r);
+  return info != nullptr ? info->name : "ZE_RESULT_UNKNOWN";
 }
 
-}  // namespace accel_ze
+std::string vendor_failure(const char* call, ze_result_t code, ze_driver_handle_t driver) {
+  return accel::plugin::vendor_failure_message(call, ze_result_name(code), code,
+                                               result_text(code, driver));
+}
+
+accel_status_t vendor_fail(const char* call, ze_result_t code, ze_driver_handle_t driver) noexcept {
+  const char* text = result_text(code, driver);
+  accel::plugin::log(ACCEL_LOG_DEBUG, "%s failed: %s (%lld): %s", call, ze_result_name(code),
+                     static_cast<long long>(code), text != nullptr ? text : "no description");
+  return accel::plugin::vendor_fail(status_of(code), call, ze_result_name(code), code, text);
+}
+
+}  // namespace accel::level_zero

@@ -1,13 +1,17 @@
-// Events: each record takes a fresh event from the device's pools, so a
-// re-record never disturbs waits already appended on the earlier one.
+// Events: each record takes a fresh Level Zero event (a slot) from the
+// device's pools, so a re-record never disturbs waits already appended on the
+// earlier one. Slots are recycled once the device can no longer signal them.
 // Timing events come from a ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP pool and are
 // recorded with a barrier: the spec leaves the timestamps of
 // zeCommandListAppendSignalEvent on such an event undefined.
-#include "l0.hpp"
+#include "backend.hpp"
 
-namespace accel_ze {
+namespace accel::level_zero {
 
 namespace {
+
+constexpr uint32_t kPoolSize = 256;
+constexpr size_t kRecycleScan = 64;  // retired slots looked at per acquire
 
 Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); }
 
@@ -18,11 +22,94 @@ SlotRef current_record(Event* e) {
 
 }  // namespace
 
+// ---- slots: Level Zero events from per-device pools ----------------------------
+
+accel_status_t SlotPool::acquire(SlotRef* out) {
+  std::unique_lock lock(mu_);
+  for (size_t k = 0, n = retired_.size(); k < n && k < kRecycleScan; ++k) {
+    Slot* s = retired_.front();
+    retired_.pop_front();
+    if (ze.zeEventQueryStatus(s->ev) == ZE_RESULT_SUCCESS &&
+        ze.zeEventHostReset(s->ev) == ZE_RESULT_SUCCESS) {
+      s->armed = false;
+      free_.push_back(s);
+    } else {
+      retired_.push_back(s);
+    }
+  }
+  Slot* s = nullptr;
+  if (!free_.empty()) {
+    s = free_.back();
+    free_.pop_back();
+  } else {
+    if (pools_.empty() || next_index_ == kPoolSize) {
+      ze_event_pool_desc_t desc{};
+      desc.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+      desc.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+      if (timing_) desc.flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+      desc.count = kPoolSize;
+      // Visible to every device of the context (no device list), so a
+      // stream of another device of this driver can wait on its events.
+      ze_event_pool_handle_t pool = nullptr;
+      ze_result_t r = ze.zeEventPoolCreate(dev_->driver->context, &desc, 0, nullptr, &pool);
+      if (r != ZE_RESULT_SUCCESS) return vendor_fail("zeEventPoolCreate", r, dev_->driver->handle);
+      pools_.push_back(pool);
+      next_index_ = 0;
+    }
+    ze_event_desc_t ed{};
+    ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+    ed.index = next_index_;
+    ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+    ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+    ze_event_handle_t ev = nullptr;
+    ze_result_t r = ze.zeEventCreate(pools_.back(), &ed, &ev);
+    if (r != ZE_RESULT_SUCCESS) return vendor_fail("zeEventCreate", r, dev_->driver->handle);
+    ++next_index_;
+    s = new Slot();
+    s->ev = ev;
+    s->dev = dev_;
+    s->timing = timing_;
+  }
+  lock.unlock();
+  try {
+    *out = SlotRef(s, [this](Slot* p) { release(p); });
+  } catch (...) {
+    release(s);
+    throw;
+  }
+  return ACCEL_SUCCESS;
+}
+
+void SlotPool::release(Slot* s) {
+  std::lock_guard lock(mu_);
+  // A slot nobody signalled is still reset: reusable at once. One that was
+  // appended (or handed to a host thread) waits until it has been signalled.
+  if (s->armed) retired_.push_back(s);
+  else free_.push_back(s);
+}
+
+accel_status_t wait_slot(const SlotRef& slot) {
+  ze_result_t r = ze.zeEventHostSynchronize(slot->ev, UINT64_MAX);
+  if (r != ZE_RESULT_SUCCESS)
+    return vendor_fail("zeEventHostSynchronize", r, slot->dev->driver->handle);
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t query_slot(const SlotRef& slot) {
+  ze_result_t r = ze.zeEventQueryStatus(slot->ev);
+  if (r == ZE_RESULT_SUCCESS) return ACCEL_SUCCESS;
+  // Not ready is an answer, not a failure: no detail is recorded.
+  if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
+  return vendor_fail("zeEventQueryStatus", r, slot->dev->driver->handle);
+}
+
+// ---- accel events ---------------------------------------------------------------
+
 accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out) {
   return guarded("event_create", [&]() -> accel_status_t {
-    Device* d = device_at(device);
-    if (d == nullptr || out == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_create: bad device or NULL output");
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_create: out is NULL");
     if ((flags & ~ACCEL_EVENT_ENABLE_TIMING) != 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_create: unknown flags 0x%x", flags);
     auto* e = new Event();
@@ -56,8 +143,8 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
     ze_result_t r = timing ? ze.zeCommandListAppendBarrier(s->list, slot->ev, 0, nullptr)
                            : ze.zeCommandListAppendSignalEvent(s->list, slot->ev);
     if (r != ZE_RESULT_SUCCESS)
-      return ze_fail(timing ? "zeCommandListAppendBarrier" : "zeCommandListAppendSignalEvent", r,
-                     s->dev->driver->handle, "event_record on %s", s->dev->label());
+      return vendor_fail(timing ? "zeCommandListAppendBarrier" : "zeCommandListAppendSignalEvent",
+                         r, s->dev->driver->handle);
     slot->armed = true;
     prune_held(s);
     s->last = slot;
@@ -69,14 +156,14 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
 accel_status_t op_event_query(accel_plugin_event_t event) {
   return guarded("event_query", [&]() -> accel_status_t {
     SlotRef rec = current_record(as_event(event));
-    return rec ? query_slot(rec, "event_query") : ACCEL_SUCCESS;
+    return rec ? query_slot(rec) : ACCEL_SUCCESS;
   });
 }
 
 accel_status_t op_event_synchronize(accel_plugin_event_t event) {
   return guarded("event_synchronize", [&]() -> accel_status_t {
     SlotRef rec = current_record(as_event(event));
-    return rec ? wait_slot(rec, "event_synchronize") : ACCEL_SUCCESS;
+    return rec ? wait_slot(rec) : ACCEL_SUCCESS;
   });
 }
 
@@ -97,7 +184,7 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       return fail(ACCEL_ERROR_EVENT_NOT_RECORDED, "event_elapsed_time: the %s event was never "
                   "recorded", !ra ? "start" : "end");
     for (const SlotRef* r : {&ra, &rb}) {
-      accel_status_t st = query_slot(*r, "event_elapsed_time");
+      accel_status_t st = query_slot(*r);
       if (st == ACCEL_ERROR_NOT_READY)
         return fail(st, "event_elapsed_time: the %s event has not completed",
                     r == &ra ? "start" : "end");
@@ -108,7 +195,7 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
     ze_result_t r = ze.zeEventQueryKernelTimestamp(ra->ev, &ta);
     if (r == ZE_RESULT_SUCCESS) r = ze.zeEventQueryKernelTimestamp(rb->ev, &tb);
     if (r != ZE_RESULT_SUCCESS)
-      return ze_fail("zeEventQueryKernelTimestamp", r, d->driver->handle, "%s", d->label());
+      return vendor_fail("zeEventQueryKernelTimestamp", r, d->driver->handle);
     const uint64_t hz = d->props.timerResolution;  // cycles per second (DEVICE_PROPERTIES_1_2)
     if (hz == 0)
       return fail(ACCEL_ERROR_BACKEND_FAILURE, "event_elapsed_time: %s reports a timer "
@@ -132,4 +219,4 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
   });
 }
 
-}  // namespace accel_ze
+}  // namespace accel::level_zero

@@ -2,9 +2,9 @@
 // then waits on `go`. A worker thread of the stream waits for `ready`
 // (zeEventHostSynchronize), runs the function and host-signals `go`
 // (zeEventHostSignal), so later work starts only after the function returned.
-#include "l0.hpp"
+#include "backend.hpp"
 
-namespace accel_ze {
+namespace accel::level_zero {
 
 namespace {
 
@@ -20,19 +20,20 @@ void worker_loop(Stream* s) {
     }
     ze_result_t r = ze.zeEventHostSynchronize(job.ready->ev, UINT64_MAX);
     if (r != ZE_RESULT_SUCCESS)
-      log_msg(ACCEL_LOG_ERROR, "host function on %s: %s; running it anyway", s->dev->label(),
-              describe_failure("zeEventHostSynchronize", r, s->dev->driver->handle).c_str());
+      accel::plugin::log(
+          ACCEL_LOG_ERROR, "host function on %s: %s; running it anyway", s->dev->label(),
+          vendor_failure("zeEventHostSynchronize", r, s->dev->driver->handle).c_str());
     try {
       job.fn(job.user_data);
     } catch (...) {
-      log_msg(ACCEL_LOG_ERROR, "host function on %s threw an exception (ignored)",
-              s->dev->label());
+      accel::plugin::log(ACCEL_LOG_ERROR, "host function on %s threw an exception (ignored)",
+                         s->dev->label());
     }
     r = ze.zeEventHostSignal(job.go->ev);
     if (r != ZE_RESULT_SUCCESS)
-      log_msg(ACCEL_LOG_ERROR, "host function on %s: %s: the stream stays blocked",
-              s->dev->label(),
-              describe_failure("zeEventHostSignal", r, s->dev->driver->handle).c_str());
+      accel::plugin::log(ACCEL_LOG_ERROR, "host function on %s: %s: the stream stays blocked",
+                         s->dev->label(),
+                         vendor_failure("zeEventHostSignal", r, s->dev->driver->handle).c_str());
   }
 }
 
@@ -67,16 +68,15 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
     job.user_data = user_data;
     if (accel_status_t st = s->dev->plain_slots->acquire(&job.go); st != ACCEL_SUCCESS) return st;
     // `ready`: signalled by the list once all earlier work is done.
-    accel_status_t st = stream_append(s, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
-      return ze.zeCommandListAppendSignalEvent(s->list, sig);
-    });
+    accel_status_t st = stream_append(
+        s, "zeCommandListAppendSignalEvent",
+        [&](ze_event_handle_t sig) { return ze.zeCommandListAppendSignalEvent(s->list, sig); });
     if (st != ACCEL_SUCCESS) return st;
     job.ready = s->last;
     ze_event_handle_t go = job.go->ev;
     ze_result_t r = ze.zeCommandListAppendWaitOnEvents(s->list, 1, &go);
     if (r != ZE_RESULT_SUCCESS)
-      return ze_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle,
-                     "host function on %s", s->dev->label());
+      return vendor_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle);
     job.go->armed = true;          // the worker will signal it
     s->held.push_back(job.go);     // the list waits on it: not recycled before it passed
     {
@@ -91,4 +91,4 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
   });
 }
 
-}  // namespace accel_ze
+}  // namespace accel::level_zero

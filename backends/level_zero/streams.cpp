@@ -2,11 +2,11 @@
 // group. Every command signals a fresh event (the stream's `last`), which is
 // what query and synchronize look at (loader 1.8 has no
 // zeCommandListHostSynchronize).
-#include "l0.hpp"
+#include "backend.hpp"
 
 #include <algorithm>
 
-namespace accel_ze {
+namespace accel::level_zero {
 
 namespace {
 
@@ -29,20 +29,13 @@ void free_stream(Stream* s) {
     auto& v = s->dev->streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
   }
-  ze_result_t r = ze.zeCommandListDestroy(s->list);
-  if (r != ZE_RESULT_SUCCESS)
-    log_msg(ACCEL_LOG_WARN, "%s", describe_failure("zeCommandListDestroy", r,
-                                                   s->dev->driver->handle).c_str());
+  if (ze_result_t r = ze.zeCommandListDestroy(s->list); r != ZE_RESULT_SUCCESS)
+    accel::plugin::log(ACCEL_LOG_WARN,
+                       vendor_failure("zeCommandListDestroy", r, s->dev->driver->handle));
   delete s;
 }
 
-}  // namespace
-
-void prune_held(Stream* s) {
-  if (!s->held.empty() && s->last && ze.zeEventQueryStatus(s->last->ev) == ZE_RESULT_SUCCESS)
-    s->held.clear();
-}
-
+// A new stream of `dev`, registered in dev->streams (for device_synchronize).
 accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_default,
                                       Stream** out) {
   ze_command_queue_desc_t desc{};
@@ -55,8 +48,7 @@ accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_def
   ze_command_list_handle_t list = nullptr;
   ze_result_t r = ze.zeCommandListCreateImmediate(dev->driver->context, dev->handle, &desc, &list);
   if (r != ZE_RESULT_SUCCESS)
-    return ze_fail("zeCommandListCreateImmediate", r, dev->driver->handle,
-                   "%s, queue group %u, priority %d", dev->label(), dev->compute_ordinal, priority);
+    return vendor_fail("zeCommandListCreateImmediate", r, dev->driver->handle);
   auto* s = new Stream();
   s->dev = dev;
   s->list = list;
@@ -68,21 +60,31 @@ accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_def
   return ACCEL_SUCCESS;
 }
 
+}  // namespace
+
+void prune_held(Stream* s) {
+  if (!s->held.empty() && s->last && ze.zeEventQueryStatus(s->last->ev) == ZE_RESULT_SUCCESS)
+    s->held.clear();
+}
+
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
-  if (device_at(device) == nullptr)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_priority_range: bad device %d", device);
-  if (least) *least = kLeast;
-  if (greatest) *greatest = kGreatest;
-  return ACCEL_SUCCESS;
+  return guarded("stream_priority_range", [&]() -> accel_status_t {
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (least) *least = kLeast;
+    if (greatest) *greatest = kGreatest;
+    return ACCEL_SUCCESS;
+  });
 }
 
 accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
   return guarded("stream_create", [&]() -> accel_status_t {
-    Device* d = device_at(device);
-    if (d == nullptr || out == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_create: bad device or NULL output");
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_create: out is NULL");
     Stream* s = nullptr;
-    accel_status_t st = stream_create_internal(d, std::clamp(priority, kGreatest, kLeast), false, &s);
+    accel_status_t st =
+        stream_create_internal(d, std::clamp(priority, kGreatest, kLeast), false, &s);
     if (st == ACCEL_SUCCESS) *out = s;
     return st;
   });
@@ -90,9 +92,9 @@ accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_s
 
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
   return guarded("default_stream", [&]() -> accel_status_t {
-    Device* d = device_at(device);
-    if (d == nullptr || out == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "default_stream: bad device or NULL output");
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "default_stream: out is NULL");
     {
       std::lock_guard lock(d->mu);
       if (d->default_stream != nullptr) {
@@ -136,10 +138,10 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
     // Queued work still completes: a reaper thread waits for it, then frees
     // the list (Level Zero forbids destroying a list the device still uses).
     std::thread([s, last] {
-      ze_result_t r = ze.zeEventHostSynchronize(last->ev, UINT64_MAX);
-      if (r != ZE_RESULT_SUCCESS)
-        log_msg(ACCEL_LOG_WARN, "destroyed stream of %s: %s", s->dev->label(),
-                describe_failure("zeEventHostSynchronize", r, s->dev->driver->handle).c_str());
+      if (ze_result_t r = ze.zeEventHostSynchronize(last->ev, UINT64_MAX); r != ZE_RESULT_SUCCESS)
+        accel::plugin::log(
+            ACCEL_LOG_WARN, "destroyed stream of %s: %s", s->dev->label(),
+            vendor_failure("zeEventHostSynchronize", r, s->dev->driver->handle).c_str());
       free_stream(s);
     }).detach();
     return ACCEL_SUCCESS;
@@ -151,7 +153,7 @@ accel_status_t op_stream_query(accel_plugin_stream_t stream) {
     Stream* s = as_stream(stream);
     std::lock_guard lock(s->mu);
     if (!s->last) return ACCEL_SUCCESS;
-    accel_status_t st = query_slot(s->last, "stream_query");
+    accel_status_t st = query_slot(s->last);
     if (st == ACCEL_SUCCESS) s->held.clear();
     return st;
   });
@@ -166,32 +168,12 @@ accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
       last = s->last;
     }
     if (!last) return ACCEL_SUCCESS;
-    accel_status_t st = wait_slot(last, "stream_synchronize");
+    accel_status_t st = wait_slot(last);
     if (st == ACCEL_SUCCESS) {
       std::lock_guard lock(s->mu);
       prune_held(s);
     }
     return st;
-  });
-}
-
-accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&]() -> accel_status_t {
-    Device* d = device_at(device);
-    if (d == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_synchronize: bad device");
-    std::vector<SlotRef> lasts;
-    {
-      std::lock_guard lock(d->mu);  // order: device, then stream
-      for (Stream* s : d->streams) {
-        std::lock_guard slock(s->mu);
-        if (s->last) lasts.push_back(s->last);
-      }
-    }
-    for (const SlotRef& l : lasts) {
-      accel_status_t st = wait_slot(l, "device_synchronize");
-      if (st != ACCEL_SUCCESS) return st;
-    }
-    return ACCEL_SUCCESS;
   });
 }
 
@@ -217,8 +199,7 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
     ze_event_handle_t ev = rec->ev;
     ze_result_t r = ze.zeCommandListAppendWaitOnEvents(s->list, 1, &ev);
     if (r != ZE_RESULT_SUCCESS)
-      return ze_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle, "%s",
-                     s->dev->label());
+      return vendor_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle);
     s->held.push_back(std::move(rec));
     // A signal after the wait: the stream is idle only once the wait passed.
     return stream_append(s, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
@@ -227,4 +208,4 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
   });
 }
 
-}  // namespace accel_ze
+}  // namespace accel::level_zero

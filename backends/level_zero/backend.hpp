@@ -1,32 +1,36 @@
-// Internal declarations shared by the files of the Level Zero backend.
-// Nothing here is exported: the plugin's only public symbol is the entry.
+// backend.hpp - the one internal header of the Level Zero backend: the
+// loader's symbol table, the Device, Stream and Event types, and the
+// declarations its .cpp files share. Nothing here is exported: the plugin's
+// only public symbol is the entry (plugin.cpp).
 #pragma once
 
 #include <level_zero/ze_api.h>
 #include <level_zero/zes_api.h>
 
 #include <accel/accel_plugin.h>
+#include <accel/accel_plugin_helpers.hpp>
 
-#include "../common/format.hpp"
 #include "../common/plugin_ops.hpp"
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-namespace accel_ze {
+namespace accel::level_zero {
 
-// ---- the loader, reached through dlopen (loader.cpp) ----------------------
+using accel::plugin::fail;
+using accel::plugin::format;
+using accel::plugin::guarded;
+
+// ---- the loader's entry points (library.cpp) --------------------------------
 
 // Entry points of Level Zero 1.6+ that the 1.8 loader's headers do not
 // declare; looked up by name and used only when the loader exports them.
@@ -50,24 +54,27 @@ using PfnCommandListHostSynchronize = ze_result_t (*)(ze_command_list_handle_t, 
 // run an immediate list's commands in submission order anyway.
 constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
+// Entry points the plugin cannot work without: a loader lacking one is
+// refused in init.
 #define ACCEL_ZE_REQUIRED(X)                                                                  \
   X(zeInit) X(zeDriverGet) X(zeDriverGetProperties) X(zeDeviceGet) X(zeDeviceGetProperties)  \
   X(zeDeviceGetComputeProperties) X(zeDeviceGetCommandQueueGroupProperties)                   \
   X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                       \
   X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy)     \
   X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                           \
-  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)                \
-  X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostSynchronize)            \
-  X(zeEventQueryStatus) X(zeEventHostReset) X(zeEventQueryKernelTimestamp)                     \
-  X(zeMemAllocDevice) X(zeMemFree)
+  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier) X(zeEventPoolCreate)        \
+  X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                \
+  X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)                          \
+  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)
 
+// Entry points used only when the loader has them.
 #define ACCEL_ZE_OPTIONAL(X) \
   X(zeDevicePciGetPropertiesExt) X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) \
   X(zeDriverGetApiVersion)
 
+// The loader's entry points; filled by load_library() in init, read-only
+// afterwards.
 struct Loader {
-  void* handle = nullptr;
-  std::string path;  // what was dlopen()ed
 #define ACCEL_ZE_MEMBER(fn) decltype(&::fn) fn = nullptr;
   ACCEL_ZE_REQUIRED(ACCEL_ZE_MEMBER)
   ACCEL_ZE_OPTIONAL(ACCEL_ZE_MEMBER)
@@ -76,61 +83,30 @@ struct Loader {
   PfnGetLastErrorDescription zeDriverGetLastErrorDescription = nullptr;
   PfnCommandListHostSynchronize zeCommandListHostSynchronize = nullptr;
 };
-
-// The loader's entry points; valid after op_init succeeded.
 extern Loader ze;
 
-// dlopen()s libze_loader.so.1 (or $ACCEL_ZE_LOADER) and resolves the entry
-// points. ACCEL_ERROR_BACKEND_UNAVAILABLE naming the library when it is
-// missing or lacks a required symbol.
-accel_status_t op_init();
+// dlopen()s libze_loader.so.1 (or the absolute path in ACCEL_ZE_LOADER) and
+// resolves the entry points: ACCEL_ERROR_BACKEND_UNAVAILABLE with the reason
+// when it is missing, refused or lacks a required symbol.
+accel_status_t load_library() noexcept;
+// The file that was loaded (the override's path or the soname).
+const char* loader_path() noexcept;
 
-// ---- host services, logging, errors (errors.cpp) ---------------------------
-
-// Set once by the entry point, read-only afterwards.
-extern const accel_host_services_t* g_host;
+// ---- failures (errors.cpp) ---------------------------------------------------
 
 // "ZE_RESULT_ERROR_DEVICE_LOST"; "ZE_RESULT_UNKNOWN" outside the table.
-const char* ze_result_name(ze_result_t r);
-// Accel status of a Level Zero failure: memory exhaustion is
-// ACCEL_ERROR_OUT_OF_MEMORY, anything else ACCEL_ERROR_BACKEND_FAILURE.
-accel_status_t status_of(ze_result_t r);
+const char* ze_result_name(ze_result_t r) noexcept;
+// "<call> failed: <ZE_NAME> (<code>): <text>". The text is the driver's
+// zeDriverGetLastErrorDescription where the loader has it and `driver` is
+// given, else the result's description. May throw std::bad_alloc.
+std::string vendor_failure(const char* call, ze_result_t code, ze_driver_handle_t driver = nullptr);
+// Records vendor_failure(...) as the error detail and returns the accel
+// status of `code`: out of host or device memory -> ACCEL_ERROR_OUT_OF_MEMORY,
+// not ready -> ACCEL_ERROR_NOT_READY, anything else ACCEL_ERROR_BACKEND_FAILURE.
+accel_status_t vendor_fail(const char* call, ze_result_t code,
+                           ze_driver_handle_t driver = nullptr) noexcept;
 
-void log_msg(accel_log_level_t level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-bool log_on(accel_log_level_t level);
-const char* host_env(const char* name);
-
-using accel_backend::format;
-using accel_backend::vformat;
-
-// host->set_error(status, printf(fmt, ...)); returns status.
-accel_status_t fail(accel_status_t status, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-// "<call> failed: <ZE_NAME> (0x...)[: <driver's last error description>][ (<context>)]"
-// The description comes from zeDriverGetLastErrorDescription of `driver`
-// where the loader has it. Returns status_of(r).
-std::string describe_failure(const char* call, ze_result_t r, ze_driver_handle_t driver);
-accel_status_t ze_fail(const char* call, ze_result_t r, ze_driver_handle_t driver,
-                       const char* context_fmt = nullptr, ...)
-    __attribute__((format(printf, 4, 5)));
-
-// Runs body() and turns any C++ exception into a status: nothing may be
-// thrown across the plugin ABI.
-template <class F>
-accel_status_t guarded(const char* what, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", what);
-  } catch (const std::exception& e) {
-    return fail(ACCEL_ERROR_INTERNAL, "%s: internal error: %s", what, e.what());
-  } catch (...) {
-    return fail(ACCEL_ERROR_INTERNAL, "%s: internal error (unknown exception)", what);
-  }
-}
-
-// ---- events from pools (slots.cpp) -----------------------------------------
+// ---- Level Zero events from per-device pools (events.cpp) --------------------
 
 struct Device;
 
@@ -165,7 +141,12 @@ class SlotPool {
   uint32_t next_index_ = 0;    // next unused index of pools_.back()
 };
 
-// ---- devices (devices.cpp) ---------------------------------------------------
+// Blocks until `slot` is signalled.
+accel_status_t wait_slot(const SlotRef& slot);
+// SUCCESS when signalled, NOT_READY (no detail) when not, else a failure.
+accel_status_t query_slot(const SlotRef& slot);
+
+// ---- drivers and devices (count.cpp, devices.cpp) ----------------------------
 
 struct Stream;
 
@@ -196,16 +177,23 @@ struct Device {
   const char* label() const { return label_text.c_str(); }
 };
 
-// The enumerated devices (valid after a successful device_count).
+// What counting found (count.cpp): written by device_count under the core's
+// discovery lock, read-only afterwards. Never destroyed: worker and reaper
+// threads may use devices during exit.
+extern std::vector<Driver*>& g_drivers;
 extern std::vector<Device*>& g_devices;
-// True once discovery has called zeInit (the process is then fork-unsafe).
-bool discovery_ran_zeinit();
 
-accel_status_t op_device_count(int32_t* count);
-accel_status_t op_lazy_init();
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+// The device with index `device_index`, or ACCEL_ERROR_INVALID_DEVICE
+// ("device N is out of range [0, count)"):
+//   Device* d;
+//   if (accel_status_t st = device_at(i, d); st != ACCEL_SUCCESS) return st;
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
-// ---- streams, events, host functions (stream.cpp, events.cpp, hostfn.cpp) ---
+// Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE to the vtable (plugin.cpp):
+// counting calls it when it left no Level Zero state behind.
+void declare_discovery_fork_safe() noexcept;
+
+// ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
 
 // A host function waiting for its turn: the worker waits for `ready` (signalled
 // by the list after all earlier work), runs fn, then host-signals `go`, which
@@ -245,37 +233,34 @@ struct Event {
 };
 
 // Appends a command to s->list that signals a fresh slot, which becomes
-// s->last. `append(signal)` performs the append. Caller holds s->mu.
-template <class F>
-accel_status_t stream_append(Stream* s, const char* call, F&& append);
-// Blocks until `slot` is signalled.
-accel_status_t wait_slot(const SlotRef& slot, const char* what);
-// SUCCESS when signalled, NOT_READY when not, else a failure.
-accel_status_t query_slot(const SlotRef& slot, const char* what);
-accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_default,
-                                      Stream** out);
-void hostfn_stop_worker(Stream* s);
-// Drops the events a stream waited on once its latest command, appended
-// after those waits, has completed. Caller holds s->mu.
-void prune_held(Stream* s);
-Device* device_at(int32_t index);
-
-// The vtable operations shared with the other backends
-// (backends/common/plugin_ops.hpp): devices, streams, events, memory.
-ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-
-// ---- template definitions ------------------------------------------------------
-
+// s->last. `append(signal)` performs the append and returns its result;
+// `call` names it. Caller holds s->mu.
 template <class F>
 accel_status_t stream_append(Stream* s, const char* call, F&& append) {
   SlotRef slot;
   if (accel_status_t st = s->dev->plain_slots->acquire(&slot); st != ACCEL_SUCCESS) return st;
-  ze_result_t r = append(slot->ev);
-  if (r != ZE_RESULT_SUCCESS)
-    return ze_fail(call, r, s->dev->driver->handle, "%s", s->dev->label());
+  if (ze_result_t r = append(slot->ev); r != ZE_RESULT_SUCCESS)
+    return vendor_fail(call, r, s->dev->driver->handle);
   slot->armed = true;
   s->last = std::move(slot);
   return ACCEL_SUCCESS;
 }
+// Drops the events a stream waited on once its latest command, appended
+// after those waits, has completed. Caller holds s->mu.
+void prune_held(Stream* s);
+// Stops and joins the stream's host-function worker, if it has one.
+void hostfn_stop_worker(Stream* s);
 
-}  // namespace accel_ze
+// ---- the vtable's operations -------------------------------------------------
+
+// Every vtable member, op_<member>, wired in plugin.cpp. Each body runs
+// inside accel::plugin::guarded().
+accel_status_t op_init();                                                  // count.cpp
+accel_status_t op_device_count(int32_t* count);                            // count.cpp
+accel_status_t op_lazy_init();                                             // devices.cpp
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+accel_status_t op_runtime_version(char* buf, size_t size);                 // library.cpp
+// device_synchronize .. mem_get_info (backends/common/plugin_ops.hpp).
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+
+}  // namespace accel::level_zero
