@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace accel_hip {
+namespace accel::hip {
 
 namespace {
 
@@ -73,4 +73,4 @@ KfdTopology read_kfd_topology(const std::string& nodes_dir) {
   return t;
 }
 
-}  // namespace accel_hip
+}  // namespace accel::hip

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace accel_hip {
+namespace accel::hip {
 
 struct KfdGpu {
   int node = 0;
@@ -32,4 +32,4 @@ struct KfdTopology {
 
 KfdTopology read_kfd_topology(const std::string& nodes_dir);
 
-}  // namespace accel_hip
+}  // namespace accel::hip

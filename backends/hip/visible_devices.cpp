@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-namespace accel_hip {
+namespace accel::hip {
 
 namespace {
 
@@ -305,4 +305,4 @@ VisibleDevices resolve_visible_devices(const char* rocr, const char* hip, const 
   return r;
 }
 
-}  // namespace accel_hip
+}  // namespace accel::hip

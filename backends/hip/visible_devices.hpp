@@ -49,7 +49,7 @@
 #include <string>
 #include <vector>
 
-namespace accel_hip {
+namespace accel::hip {
 
 // Which HIP release's behaviour applies (the ROCr rules have not changed
 // since ROCm 3.x).
@@ -82,4 +82,4 @@ VisibleDevices resolve_visible_devices(const char* rocr, const char* hip, const 
                                        const std::vector<std::string>& uuids,
                                        const HipRules& rules = {});
 
-}  // namespace accel_hip
+}  // namespace accel::hip

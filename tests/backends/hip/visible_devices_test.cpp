@@ -23,9 +23,9 @@
 #include "kfd_topology.hpp"
 #include "visible_devices.hpp"
 
-using accel_hip::HipRules;
-using accel_hip::read_kfd_topology;
-using accel_hip::resolve_visible_devices;
+using accel::hip::HipRules;
+using accel::hip::read_kfd_topology;
+using accel::hip::resolve_visible_devices;
 using V = std::vector<int>;
 
 namespace {
@@ -304,7 +304,7 @@ TEST_CASE("HIP release rules from the runtime's file name", "[visible][version]"
   };
   for (const Row& row : rows) {
     INFO(row.file);
-    HipRules r = accel_hip::hip_rules_for_library(row.file);
+    HipRules r = accel::hip::hip_rules_for_library(row.file);
     CHECK(r.empty_hides == row.empty_hides);
     CHECK(r.uuid_tokens == row.uuid_tokens);
   }

@@ -1,0 +1,180 @@
+// The hip backend's one internal header: the HIP runtime's entry points, the
+// device table, stream and event handles, and what the .cpp files share.
+// Nothing here is exported: the plugin's only public symbol is the entry
+// (exports.map). The HIP headers are compiled as host code
+// (__HIP_PLATFORM_AMD__) for their prototypes only: no HIP library is linked.
+#pragma once
+
+#include <hip/hip_runtime_api.h>
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "accel/accel_plugin.h"
+#include "accel/accel_plugin_helpers.hpp"
+#include "../common/plugin_ops.hpp"
+
+namespace accel::hip {
+
+using accel::plugin::fail;
+using accel::plugin::format;
+using accel::plugin::guarded;
+
+// --- the HIP runtime (library.cpp) -------------------------------------------
+
+// X(name): an entry point every supported runtime exports (5.x and 6.x).
+// hipMalloc is listed apart: the header overloads it with a C++ template.
+#define ACCEL_HIP_REQUIRED_FUNCTIONS(X) \
+  X(hipInit)                            \
+  X(hipGetErrorName)                    \
+  X(hipGetErrorString)                  \
+  X(hipGetDeviceCount)                  \
+  X(hipGetDevice)                       \
+  X(hipSetDevice)                       \
+  X(hipDeviceGet)                       \
+  X(hipGetDeviceProperties)             \
+  X(hipDeviceSynchronize)               \
+  X(hipDeviceGetStreamPriorityRange)    \
+  X(hipStreamCreateWithPriority)        \
+  X(hipStreamDestroy)                   \
+  X(hipStreamQuery)                     \
+  X(hipStreamSynchronize)               \
+  X(hipStreamWaitEvent)                 \
+  X(hipStreamAddCallback)               \
+  X(hipEventCreateWithFlags)            \
+  X(hipEventDestroy)                    \
+  X(hipEventRecord)                     \
+  X(hipEventQuery)                      \
+  X(hipEventSynchronize)                \
+  X(hipEventElapsedTime)                \
+  X(hipFree)                            \
+  X(hipMemcpyAsync)                     \
+  X(hipMemsetAsync)                     \
+  X(hipMemGetInfo)
+
+// Entry points used when present (NULL otherwise). hipLaunchHostFunc is
+// declared by the HIP 5.2 headers but not exported by Debian's 5.2 runtime:
+// host functions then go through hipStreamAddCallback.
+#define ACCEL_HIP_OPTIONAL_FUNCTIONS(X) \
+  X(hipLaunchHostFunc)                  \
+  X(hipDeviceGetUuid)                   \
+  X(hipRuntimeGetVersion)
+
+// The loaded runtime. Each member has the header's own type, so a prototype
+// that does not match the runtime's fails to compile.
+struct Runtime {
+  bool loaded = false;         // every required entry point resolved
+  std::string name;            // the soname or ACCEL_HIP_RUNTIME path that was dlopen()ed
+  std::string file;            // the file it resolved to (from the link map), or ""
+  bool explicit_path = false;  // named by ACCEL_HIP_RUNTIME
+#define ACCEL_HIP_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  ACCEL_HIP_REQUIRED_FUNCTIONS(ACCEL_HIP_MEMBER)
+  ACCEL_HIP_OPTIONAL_FUNCTIONS(ACCEL_HIP_MEMBER)
+#undef ACCEL_HIP_MEMBER
+  hipError_t (*hipMalloc)(void** ptr, size_t size) = nullptr;
+};
+
+// Filled by load_runtime() in init; read-only afterwards.
+Runtime& runtime() noexcept;
+
+// dlopen + symbol resolution, once (from init). ACCEL_ERROR_BACKEND_UNAVAILABLE
+// with the reason recorded when no runtime loads or one lacks an entry point.
+// Runs no HIP code: the runtime is not initialised. May throw std::bad_alloc.
+accel_status_t load_runtime();
+
+// "libamdhip64.so.5 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153)"
+std::string runtime_label();
+
+// The process in which this plugin first called into the runtime
+// (hipGetDeviceCount at discovery or hipInit at lazy_init); 0 never. HIP is
+// not fork-safe once initialised.
+void note_runtime_initialised() noexcept;
+pid_t runtime_initialised_in() noexcept;
+
+// --- errors (errors.cpp) -----------------------------------------------------
+
+// Maps `code` (OUT_OF_MEMORY, NOT_READY, else BACKEND_FAILURE), records
+// "<call> failed: <hipErrorName> (<code>): <text>" and returns the status.
+accel_status_t vendor_fail(const char* call, hipError_t code) noexcept;
+// The same with " <context>" appended (hipMalloc: size and device).
+accel_status_t vendor_fail(const char* call, hipError_t code, const std::string& context) noexcept;
+// The message vendor_fail records, for reasons and logs that are no failure.
+std::string vendor_failure_text(const char* call, hipError_t code);
+
+// --- counting (count.cpp) ----------------------------------------------------
+
+// "KFD topology", "KFD device node" or "hipGetDeviceCount".
+const std::string& count_source() noexcept;
+
+// --- the vtable (plugin.cpp) -------------------------------------------------
+
+// Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE: counting ran no HIP code.
+void declare_discovery_fork_safe() noexcept;
+
+// --- devices, streams and events ---------------------------------------------
+
+// A stream handle: a created hipStream_t, or (is_default) the null stream of
+// `device`, which HIP resolves through the current device.
+struct Stream {
+  int32_t device = 0;
+  hipStream_t native = nullptr;
+  bool is_default = false;
+};
+
+struct Event {
+  int32_t device = 0;
+  hipEvent_t native = nullptr;
+  uint32_t flags = 0;
+};
+
+struct Device {
+  int32_t index = 0;
+  Stream default_stream;  // HIP's null stream of this device; never destroyed
+};
+
+// Builds the device table (count devices) at discovery, under the core's
+// discovery lock; read-only afterwards.
+void set_devices(int32_t count);
+// The count discovery reported (0 before it ran).
+int32_t device_count() noexcept;
+// ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)") unless
+// device_index names a counted device.
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// Makes `device` the calling thread's HIP device for the scope and restores
+// the caller's device afterwards, so an operation on a stream, event or
+// pointer of another device does not change what hipGetDevice (and thus
+// accel_current_device_index) answers.
+class DeviceScope {
+ public:
+  DeviceScope() = default;
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  ~DeviceScope();
+  accel_status_t enter(int32_t device) noexcept;
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+};
+
+inline Stream* stream_of(accel_plugin_stream_t s) noexcept { return static_cast<Stream*>(s); }
+inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Event*>(e); }
+
+// --- the operations (one op_<member> per vtable member) ----------------------
+
+accel_status_t op_init();                                                  // count.cpp
+accel_status_t op_device_count(int32_t* count);                            // count.cpp
+accel_status_t op_lazy_init();                                             // devices.cpp
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+accel_status_t op_get_current_device(int32_t* device);                    // devices.cpp
+accel_status_t op_set_current_device(int32_t device, uint32_t flags);     // devices.cpp
+accel_status_t op_runtime_version(char* buf, size_t size);                // library.cpp
+// device_synchronize (devices.cpp), streams (streams.cpp), host functions
+// (hostfn.cpp), events (events.cpp), memory (memory.cpp).
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+
+}  // namespace accel::hip
