@@ -1,26 +1,36 @@
-#include "count.hpp"
-
+// Discovery: op_init (loads the driver) and op_device_count, which counts
+// without a CUDA context where it can, so that a fork() child may still use
+// CUDA: NVML, then /proc/driver/nvidia/gpus, each resolved through
+// CUDA_VISIBLE_DEVICES; the driver (cuInit + cuDeviceGetCount) only when
+// neither can answer.
+//
+// Sources, in order:
+//  1. ACCEL_CUDA_NVML=/abs/path: that NVML library (tests use the fake one);
+//  2. unless ACCEL_CUDA_DRIVER names another driver (the system's NVML and
+//     /proc would then describe a different driver): libnvidia-ml.so.1, then
+//     /proc/driver/nvidia/gpus;
+//  3. the driver itself. cuInit has then run during discovery, so a fork()ed
+//     child cannot use CUDA any more: the plugin does not declare
+//     ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE, and the core refuses the backend
+//     in such a child with ACCEL_ERROR_FORKED.
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "common.hpp"
-#include "driver.hpp"
-#include "errors.hpp"
+#include "backend.hpp"
 #include "proc_gpus.hpp"
 #include "visible_devices.hpp"
 
-namespace accel_cuda {
+namespace accel::cuda {
 
 namespace {
 
+// Written by op_device_count under the core's discovery lock, read-only after.
+int32_t g_count = 0;
 pid_t g_cuinit_pid = 0;
 std::string g_source;
-std::string g_why_driver;  // why counting needed the driver
 
 // The slice of NVML used here (nvml.h is not needed to build).
 struct nvmlDevice_st;
@@ -40,38 +50,41 @@ struct Physical {
   std::vector<std::string> uuids;  // empty when unknown
 };
 
-// true when NVML answered; `why` says why not otherwise.
+// true when NVML answered; `why` says why not otherwise. NVML is opened with
+// plain dlopen, not VendorLibrary: failing here is no error to report, only
+// a reason to count another way.
 bool count_with_nvml(const char* path, bool want_uuids, Physical& out, std::string& why) {
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* e = dlerror();
-    why = fmt::format("cannot load {}: {}", path, e != nullptr ? e : "?");
+    why = format("cannot load %s: %s", path, e != nullptr ? e : "?");
     return false;
   }
   Nvml n{};
   n.init = reinterpret_cast<NvmlRet (*)()>(dlsym(h, "nvmlInit_v2"));
   n.shutdown = reinterpret_cast<NvmlRet (*)()>(dlsym(h, "nvmlShutdown"));
   n.count = reinterpret_cast<NvmlRet (*)(unsigned*)>(dlsym(h, "nvmlDeviceGetCount_v2"));
-  n.by_index =
-      reinterpret_cast<NvmlRet (*)(unsigned, nvmlDevice_t*)>(dlsym(h, "nvmlDeviceGetHandleByIndex_v2"));
-  n.uuid = reinterpret_cast<NvmlRet (*)(nvmlDevice_t, char*, unsigned)>(dlsym(h, "nvmlDeviceGetUuid"));
+  n.by_index = reinterpret_cast<NvmlRet (*)(unsigned, nvmlDevice_t*)>(
+      dlsym(h, "nvmlDeviceGetHandleByIndex_v2"));
+  n.uuid =
+      reinterpret_cast<NvmlRet (*)(nvmlDevice_t, char*, unsigned)>(dlsym(h, "nvmlDeviceGetUuid"));
   n.error_string = reinterpret_cast<const char* (*)(NvmlRet)>(dlsym(h, "nvmlErrorString"));
   auto err = [&](NvmlRet r) {
-    return fmt::format("{} ({})", n.error_string != nullptr ? n.error_string(r) : "?", r);
+    return format("%s (%d)", n.error_string != nullptr ? n.error_string(r) : "?", r);
   };
   // NVML stays loaded: unloading it buys nothing and some versions dislike it.
   if (n.init == nullptr || n.shutdown == nullptr || n.count == nullptr) {
-    why = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2", path);
+    why = format("%s lacks nvmlInit_v2/nvmlDeviceGetCount_v2", path);
     return false;
   }
   if (NvmlRet r = n.init(); r != 0) {
-    why = fmt::format("nvmlInit_v2 failed: {}", err(r));
+    why = "nvmlInit_v2 failed: " + err(r);
     return false;
   }
   unsigned count = 0;
   NvmlRet r = n.count(&count);
   if (r != 0) {
-    why = fmt::format("nvmlDeviceGetCount_v2 failed: {}", err(r));
+    why = "nvmlDeviceGetCount_v2 failed: " + err(r);
     n.shutdown();
     return false;
   }
@@ -100,34 +113,30 @@ accel_status_t count_with_driver(int32_t* count) {
   CUresult rc = d.cuInit(0);
   if (rc == CUDA_ERROR_NO_DEVICE) {
     *count = 0;
-    fail(ACCEL_SUCCESS, fmt::format("no CUDA device: cuInit reports {}", error_text(rc)));
+    fail(ACCEL_SUCCESS, "no CUDA device: " + plugin::vendor_failure_message("cuInit", code_name(rc),
+                                                                            rc, code_text(rc)));
     return ACCEL_SUCCESS;
   }
-  if (rc == CUDA_ERROR_STUB_LIBRARY) {
+  if (rc == CUDA_ERROR_STUB_LIBRARY)
     return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
-                fmt::format("'{}' is the CUDA toolkit's stub library (cuInit returned "
-                            "CUDA_ERROR_STUB_LIBRARY): no NVIDIA driver is installed",
-                            d.path));
-  }
-  if (rc != CUDA_SUCCESS) return cuda_fail("cuInit", rc);
+                "'%s' is the CUDA toolkit's stub library (cuInit returned "
+                "CUDA_ERROR_STUB_LIBRARY): no NVIDIA driver is installed",
+                d.path.c_str());
+  if (rc != CUDA_SUCCESS) return vendor_fail("cuInit", rc);
   int n = 0;
   rc = d.cuDeviceGetCount(&n);
-  if (rc == CUDA_ERROR_NO_DEVICE) n = 0;
-  else if (rc != CUDA_SUCCESS) return cuda_fail("cuDeviceGetCount", rc);
+  if (rc == CUDA_ERROR_NO_DEVICE)
+    n = 0;
+  else if (rc != CUDA_SUCCESS)
+    return vendor_fail("cuDeviceGetCount", rc);
   *count = n;
   if (n == 0) fail(ACCEL_SUCCESS, "no CUDA device: cuDeviceGetCount reports 0 devices");
-  log(ACCEL_LOG_DEBUG, fmt::format("counted {} device(s) with cuInit + cuDeviceGetCount (no NVML "
-                                   "or /proc/driver/nvidia here): fork after discovery leaves "
-                                   "CUDA unusable in the child",
-                                   n));
+  plugin::log(ACCEL_LOG_DEBUG,
+              "counted %d device(s) with cuInit + cuDeviceGetCount (no NVML or "
+              "/proc/driver/nvidia here): fork after discovery leaves CUDA unusable in the child",
+              n);
   return ACCEL_SUCCESS;
 }
-
-}  // namespace
-
-pid_t counted_with_cuinit_in() { return g_cuinit_pid; }
-const std::string& count_source() { return g_source; }
-const std::string& why_counted_with_driver() { return g_why_driver; }
 
 accel_status_t count_devices(int32_t* count) {
   // CUDA_VISIBLE_DEVICES is the driver's variable, read as the driver reads
@@ -138,10 +147,10 @@ accel_status_t count_devices(int32_t* count) {
   Physical phys;
   bool have = false;
   std::string tried;
-  const char* nvml_path = config_env("ACCEL_CUDA_NVML");
+  const char* nvml_path = plugin::env("ACCEL_CUDA_NVML");
   if (nvml_path != nullptr && *nvml_path != '\0') {
     if (nvml_path[0] != '/') {
-      tried = fmt::format("ACCEL_CUDA_NVML='{}' is not an absolute path; ignored", nvml_path);
+      tried = format("ACCEL_CUDA_NVML='%s' is not an absolute path; ignored", nvml_path);
     } else if (count_with_nvml(nvml_path, want_uuids, phys, tried)) {
       have = true;
       g_source = "NVML";
@@ -162,34 +171,53 @@ accel_status_t count_devices(int32_t* count) {
       }
     }
   } else {
-    tried = "ACCEL_CUDA_DRIVER names a driver other than the system's, whose NVML and /proc "
-            "would not describe it";
+    tried =
+        "ACCEL_CUDA_DRIVER names a driver other than the system's, whose NVML and /proc "
+        "would not describe it";
   }
   if (!have) {
-    log(ACCEL_LOG_DEBUG, fmt::format("counting through the driver: {}", tried));
-    g_why_driver = tried;
+    plugin::log(ACCEL_LOG_DEBUG, "counting through the driver: %s", tried.c_str());
     return count_with_driver(count);
   }
 
   VisibleDevices v = resolve_visible_devices(visible, phys.count, phys.uuids);
   if (!v.resolved) {
-    log(ACCEL_LOG_DEBUG, fmt::format("counting through the driver: {}", v.note));
-    g_why_driver = v.note;
+    plugin::log(ACCEL_LOG_DEBUG, "counting through the driver: %s", v.note.c_str());
     return count_with_driver(count);
   }
   *count = static_cast<int32_t>(v.physical.size());
-  if (!v.note.empty()) log(ACCEL_LOG_INFO, v.note);
+  if (!v.note.empty()) plugin::log(ACCEL_LOG_INFO, v.note);
   if (*count == 0) {
-    fail(ACCEL_SUCCESS, phys.count == 0
-                            ? fmt::format("{} reports no NVIDIA GPU", g_source)
-                            : fmt::format("{} GPU(s) found through {}, none visible: {}",
-                                          phys.count, g_source, v.note));
+    fail(ACCEL_SUCCESS, phys.count == 0 ? format("%s reports no NVIDIA GPU", g_source.c_str())
+                                        : format("%d GPU(s) found through %s, none visible: %s",
+                                                 phys.count, g_source.c_str(), v.note.c_str()));
   }
-  log(ACCEL_LOG_DEBUG, fmt::format("{} device(s) through {} ({} physical, CUDA_VISIBLE_DEVICES "
-                                   "{})",
-                                   *count, g_source, phys.count,
-                                   visible != nullptr ? fmt::format("'{}'", visible) : "unset"));
+  plugin::log(ACCEL_LOG_DEBUG, "%d device(s) through %s (%d physical, CUDA_VISIBLE_DEVICES %s)",
+              int(*count), g_source.c_str(), phys.count,
+              visible != nullptr ? format("'%s'", visible).c_str() : "unset");
   return ACCEL_SUCCESS;
 }
 
-}  // namespace accel_cuda
+}  // namespace
+
+int32_t counted_devices() noexcept { return g_count; }
+pid_t counted_with_cuinit_in() noexcept { return g_cuinit_pid; }
+const std::string& count_source() noexcept { return g_source; }
+
+// Loads the driver only: no cuInit, no context.
+accel_status_t op_init() {
+  return guarded("init", [] { return open_driver(); });
+}
+
+accel_status_t op_device_count(int32_t* count) {
+  return guarded("device_count", [&] {
+    accel_status_t st = count_devices(count);
+    if (st == ACCEL_SUCCESS) g_count = *count;
+    // Counting through NVML or /proc ran no CUDA code: a fork() child may
+    // still initialise CUDA itself. After cuInit it may not.
+    if (g_cuinit_pid == 0) declare_discovery_fork_safe();
+    return st;
+  });
+}
+
+}  // namespace accel::cuda

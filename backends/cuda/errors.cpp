@@ -1,11 +1,7 @@
-#include "errors.hpp"
+// CUresult -> accel status, the codes' names and texts, and vendor_fail.
+#include "backend.hpp"
 
-#include <fmt/format.h>
-
-#include "common.hpp"
-#include "driver.hpp"
-
-namespace accel_cuda {
+namespace accel::cuda {
 
 namespace {
 
@@ -21,8 +17,7 @@ constexpr Known kKnown[] = {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
-    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY",
-     "CUDA driver is a stub library"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
@@ -33,28 +28,13 @@ constexpr Known kKnown[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-}  // namespace
-
-std::string error_text(CUresult code) {
-  const Driver& d = driver();
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (d.cuGetErrorName != nullptr && d.cuGetErrorName(code, &name) != CUDA_SUCCESS) name = nullptr;
-  if (d.cuGetErrorString != nullptr && d.cuGetErrorString(code, &text) != CUDA_SUCCESS)
-    text = nullptr;
-  if (name == nullptr || text == nullptr) {
-    for (const auto& k : kKnown) {
-      if (k.code == code) {
-        if (name == nullptr) name = k.name;
-        if (text == nullptr) text = k.text;
-      }
-    }
-  }
-  return fmt::format("{} ({}): {}", name != nullptr ? name : "CUDA_ERROR_?", static_cast<int>(code),
-                     text != nullptr ? text : "no description from the driver");
+const Known* known(CUresult code) noexcept {
+  for (const Known& k : kKnown)
+    if (k.code == code) return &k;
+  return nullptr;
 }
 
-accel_status_t to_status(CUresult code) {
+accel_status_t status_of(CUresult code) noexcept {
   switch (code) {
     case CUDA_SUCCESS:
       return ACCEL_SUCCESS;
@@ -67,12 +47,36 @@ accel_status_t to_status(CUresult code) {
   }
 }
 
-accel_status_t cuda_fail(const char* call, CUresult code) {
-  return fail(to_status(code), fmt::format("{} failed: {}", call, error_text(code)));
+}  // namespace
+
+const char* code_name(CUresult code) noexcept {
+  const Driver& d = driver();
+  const char* name = nullptr;
+  if (d.cuGetErrorName != nullptr && d.cuGetErrorName(code, &name) == CUDA_SUCCESS &&
+      name != nullptr)
+    return name;
+  const Known* k = known(code);
+  return k != nullptr ? k->name : nullptr;
 }
 
-accel_status_t cuda_fail(const char* call, CUresult code, const std::string& context) {
-  return fail(to_status(code), fmt::format("{} failed {}: {}", call, context, error_text(code)));
+const char* code_text(CUresult code) noexcept {
+  const Driver& d = driver();
+  const char* text = nullptr;
+  if (d.cuGetErrorString != nullptr && d.cuGetErrorString(code, &text) == CUDA_SUCCESS &&
+      text != nullptr)
+    return text;
+  const Known* k = known(code);
+  return k != nullptr ? k->text : nullptr;
 }
 
-}  // namespace accel_cuda
+accel_status_t vendor_fail(const char* call, CUresult code) noexcept {
+  return plugin::vendor_fail(status_of(code), call, code_name(code), code, code_text(code));
+}
+
+accel_status_t query_status(const char* call, CUresult code) noexcept {
+  if (code == CUDA_SUCCESS) return ACCEL_SUCCESS;
+  if (code == CUDA_ERROR_NOT_READY) return ACCEL_ERROR_NOT_READY;
+  return vendor_fail(call, code);
+}
+
+}  // namespace accel::cuda

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-namespace accel_cuda {
+namespace accel::cuda {
 
 bool read_proc_gpus(const std::string& root, ProcGpus& out) {
   DIR* dir = opendir(root.c_str());
@@ -40,4 +40,4 @@ bool read_proc_gpus(const std::string& root, ProcGpus& out) {
   return true;
 }
 
-}  // namespace accel_cuda
+}  // namespace accel::cuda

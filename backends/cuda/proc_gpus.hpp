@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace accel_cuda {
+namespace accel::cuda {
 
 struct ProcGpus {
   int count = 0;
@@ -17,4 +17,4 @@ struct ProcGpus {
 // false when `root` does not exist or cannot be read (no NVIDIA kernel driver).
 bool read_proc_gpus(const std::string& root, ProcGpus& out);
 
-}  // namespace accel_cuda
+}  // namespace accel::cuda

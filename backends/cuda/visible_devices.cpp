@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace accel_cuda {
+namespace accel::cuda {
 
 namespace {
 
@@ -105,4 +105,4 @@ VisibleDevices resolve_visible_devices(const char* value, int physical_count,
   return out;
 }
 
-}  // namespace accel_cuda
+}  // namespace accel::cuda

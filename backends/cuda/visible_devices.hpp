@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace accel_cuda {
+namespace accel::cuda {
 
 struct VisibleDevices {
   bool resolved = true;       // false: only the driver can tell (MIG entries,
@@ -43,4 +43,4 @@ struct VisibleDevices {
 VisibleDevices resolve_visible_devices(const char* value, int physical_count,
                                        const std::vector<std::string>& uuids);
 
-}  // namespace accel_cuda
+}  // namespace accel::cuda

@@ -28,7 +28,7 @@
 #include "proc_gpus.hpp"
 #include "visible_devices.hpp"
 
-using accel_cuda::resolve_visible_devices;
+using accel::cuda::resolve_visible_devices;
 using V = std::vector<int>;
 
 namespace {
@@ -131,8 +131,8 @@ TEST_CASE("/proc/driver/nvidia/gpus listing", "[proc]") {
   char tmpl[] = "/tmp/accel-proc-gpus-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
   std::string root = tmpl;
-  accel_cuda::ProcGpus g;
-  SECTION("absent directory") { CHECK_FALSE(accel_cuda::read_proc_gpus(root + "/nope", g)); }
+  accel::cuda::ProcGpus g;
+  SECTION("absent directory") { CHECK_FALSE(accel::cuda::read_proc_gpus(root + "/nope", g)); }
   SECTION("entries in PCI order with their UUIDs") {
     const char* ids[] = {"0000:81:00.0", "0000:01:00.0"};
     const char* uuids[] = {"GPU-22222222-0000", "GPU-11111111-0000"};
@@ -143,7 +143,7 @@ TEST_CASE("/proc/driver/nvidia/gpus listing", "[proc]") {
           << "Model: \t\t NVIDIA Fake\nIRQ:   \t\t 42\nGPU UUID: \t " << uuids[i]
           << " \nBus Location: \t " << ids[i] << "\n";
     }
-    REQUIRE(accel_cuda::read_proc_gpus(root, g));
+    REQUIRE(accel::cuda::read_proc_gpus(root, g));
     CHECK(g.count == 2);
     REQUIRE(g.uuids.size() == 2);
     CHECK(g.uuids[0] == "GPU-11111111-0000");
@@ -154,7 +154,7 @@ TEST_CASE("/proc/driver/nvidia/gpus listing", "[proc]") {
       std::string dir = root + "/0000:c1:00.0";
       REQUIRE(mkdir(dir.c_str(), 0700) == 0);
       std::ofstream(dir + "/information") << "Model: \t\t NVIDIA Fake\n";
-      REQUIRE(accel_cuda::read_proc_gpus(root, g));
+      REQUIRE(accel::cuda::read_proc_gpus(root, g));
       CHECK(g.count == 3);
       CHECK(g.uuids.empty());
     }

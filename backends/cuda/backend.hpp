@@ -1,0 +1,215 @@
+// backend.hpp - the one internal header of the CUDA backend: the Driver API
+// symbol table, the device, stream and event types and the declarations its
+// .cpp files share. README.md says what each file does. Nothing here is
+// exported: the plugin's only public symbol is the entry.
+//
+// Nothing links against CUDA: cuda.h provides the prototypes, and
+// libcuda.so.1 is opened at discovery (library.cpp).
+#pragma once
+
+#include <cuda.h>
+#include <sys/types.h>
+
+#include <accel/accel_plugin.h>
+#include <accel/accel_plugin_helpers.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "../common/plugin_ops.hpp"
+
+namespace accel::cuda {
+
+using accel::plugin::fail;
+using accel::plugin::format;
+using accel::plugin::guarded;
+
+// ---- the driver library (library.cpp) ---------------------------------------
+
+// The oldest driver the plugin accepts: 11.4 (cuDeviceGetUuid_v2,
+// cuLaunchHostFunc, stream priorities, and the _v2 memory API).
+constexpr int kMinDriverVersion = 11040;
+
+// X(name, compat): `name` as cuda.h spells it (cuda.h may map it to a
+// versioned symbol such as cuMemAlloc_v2; the member gets that type), and
+// `compat`, an older exported symbol with the same signature to try with
+// dlsym when the versioned one is absent (nullptr: none).
+#define ACCEL_CUDA_DRIVER_FUNCTIONS(X)        \
+  X(cuInit, nullptr)                          \
+  X(cuDriverGetVersion, nullptr)              \
+  X(cuGetErrorName, nullptr)                  \
+  X(cuGetErrorString, nullptr)                \
+  X(cuDeviceGetCount, nullptr)                \
+  X(cuDeviceGet, nullptr)                     \
+  X(cuDeviceGetName, nullptr)                 \
+  X(cuDeviceGetUuid, "cuDeviceGetUuid")       \
+  X(cuDeviceTotalMem, nullptr)                \
+  X(cuDeviceGetAttribute, nullptr)            \
+  X(cuDevicePrimaryCtxRetain, nullptr)        \
+  X(cuDevicePrimaryCtxGetState, nullptr)      \
+  X(cuCtxGetCurrent, nullptr)                 \
+  X(cuCtxSetCurrent, nullptr)                 \
+  X(cuCtxGetDevice, nullptr)                  \
+  X(cuCtxSynchronize, nullptr)                \
+  X(cuCtxGetStreamPriorityRange, nullptr)     \
+  X(cuStreamCreateWithPriority, nullptr)      \
+  X(cuStreamDestroy, nullptr)                 \
+  X(cuStreamQuery, nullptr)                   \
+  X(cuStreamSynchronize, nullptr)             \
+  X(cuStreamWaitEvent, nullptr)               \
+  X(cuLaunchHostFunc, nullptr)                \
+  X(cuEventCreate, nullptr)                   \
+  X(cuEventDestroy, nullptr)                  \
+  X(cuEventRecord, nullptr)                   \
+  X(cuEventQuery, nullptr)                    \
+  X(cuEventSynchronize, nullptr)              \
+  X(cuEventElapsedTime, "cuEventElapsedTime") \
+  X(cuMemAlloc, nullptr)                      \
+  X(cuMemFree, nullptr)                       \
+  X(cuMemcpyHtoDAsync, nullptr)               \
+  X(cuMemcpyDtoHAsync, nullptr)               \
+  X(cuMemcpyDtoDAsync, nullptr)               \
+  X(cuMemsetD8Async, nullptr)                 \
+  X(cuMemGetInfo, nullptr)
+
+// Written once by op_init (under the core's discovery lock), read-only after.
+struct Driver {
+  std::string path;            // what was dlopen()ed
+  bool explicit_path = false;  // from ACCEL_CUDA_DRIVER
+#define ACCEL_CUDA_MEMBER(name, compat) decltype(&::name) name = nullptr;
+  ACCEL_CUDA_DRIVER_FUNCTIONS(ACCEL_CUDA_MEMBER)
+#undef ACCEL_CUDA_MEMBER
+};
+
+// The loaded driver; complete once open_driver() succeeded.
+Driver& driver() noexcept;
+
+// dlopen, version check, entry points. ACCEL_ERROR_BACKEND_UNAVAILABLE (with
+// the reason) when the library is absent, the toolkit's stub, too old or
+// incomplete. Called once, from op_init.
+accel_status_t open_driver();
+
+// "11.4 (11040)". May throw std::bad_alloc.
+std::string version_text(int version);
+
+// ---- errors (errors.cpp) ----------------------------------------------------
+
+// The code's name ("CUDA_ERROR_OUT_OF_MEMORY") and text ("out of memory"):
+// the driver's (cuGetErrorName/cuGetErrorString), else a built-in table for
+// the codes the plugin can meet (the toolkit stub answers nothing), else
+// NULL. Static storage.
+const char* code_name(CUresult code) noexcept;
+const char* code_text(CUresult code) noexcept;
+
+// A driver call failed: records "<call> failed: <CUDA_ERROR_X> (<code>):
+// <text>" and returns ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_NOT_READY or
+// ACCEL_ERROR_BACKEND_FAILURE.
+accel_status_t vendor_fail(const char* call, CUresult code) noexcept;
+
+// A query's answer: CUDA_ERROR_NOT_READY is ACCEL_ERROR_NOT_READY with no
+// error detail (not a failure); any other failure goes through vendor_fail.
+accel_status_t query_status(const char* call, CUresult code) noexcept;
+
+// Calls driver().name args; on failure returns vendor_fail("name", code) from
+// the enclosing function (or guarded() body).
+#define ACCEL_CU_TRY(name, args)                                                              \
+  do {                                                                                        \
+    CUresult accel_cu_rc_ = ::accel::cuda::driver().name args;                                \
+    if (accel_cu_rc_ != CUDA_SUCCESS) return ::accel::cuda::vendor_fail(#name, accel_cu_rc_); \
+  } while (0)
+
+// ---- counting (count.cpp) ---------------------------------------------------
+
+// The count op_device_count returned (0 before it ran).
+int32_t counted_devices() noexcept;
+
+// Process in which counting ran cuInit; 0 when counting did not need it.
+pid_t counted_with_cuinit_in() noexcept;
+
+// "NVML", "/proc/driver/nvidia/gpus" or "cuDeviceGetCount".
+const std::string& count_source() noexcept;
+
+// ---- devices (devices.cpp) --------------------------------------------------
+
+// A stream: a created one (CU_STREAM_NON_BLOCKING) or a device's default
+// stream, whose handle is CU_STREAM_LEGACY.
+struct Stream {
+  int32_t device = 0;
+  CUstream handle = nullptr;
+  bool is_default = false;
+};
+
+struct Event {
+  int32_t device = 0;
+  CUevent handle = nullptr;
+};
+
+// One device, made by op_lazy_init; never freed (live until exit, like the
+// plugin).
+struct Device {
+  CUdevice dev = 0;
+  // The primary context, retained on first use and never released.
+  std::once_flag once;
+  std::atomic<CUcontext> ctx{nullptr};
+  CUresult retain_rc = CUDA_SUCCESS;
+  Stream default_stream;  // handed to the core, never destroyed
+};
+
+// The device of an index the core has already validated; checked again
+// because a backend should not crash on a broken caller. Fails with
+// ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// The device's primary context, retained on first use (thread-safe).
+accel_status_t primary_context(int32_t device_index, CUcontext* ctx);
+
+// Makes `device`'s primary context current for the scope and restores what
+// was current before on exit, as torch's device guards do. If no context was
+// current and `device` is the thread's current accel device (set with
+// ACCEL_PLUGIN_SET_DEVICE_MAYBE, or the initial device 0), the context stays
+// current: the lazy half of "maybe" and the CUDA runtime's implicit device-0
+// context.
+class CtxScope {
+ public:
+  explicit CtxScope(int32_t device);
+  ~CtxScope();
+  CtxScope(const CtxScope&) = delete;
+  CtxScope& operator=(const CtxScope&) = delete;
+  accel_status_t status() const { return status_; }
+
+ private:
+  accel_status_t status_ = ACCEL_SUCCESS;
+  bool restore_ = false;
+  CUcontext previous_ = nullptr;
+};
+
+// Opens a CtxScope for `device`; returns its failure from the enclosing
+// function (or guarded() body).
+#define ACCEL_CUDA_CTX_SCOPE(device)          \
+  ::accel::cuda::CtxScope ctx_scope_(device); \
+  if (ctx_scope_.status() != ACCEL_SUCCESS) return ctx_scope_.status()
+
+inline Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
+inline Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); }
+
+// ---- the vtable (plugin.cpp) ------------------------------------------------
+
+// Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE: counting ran no CUDA code.
+void declare_discovery_fork_safe() noexcept;
+
+// Every vtable member, op_<member>, wired in plugin.cpp. Each body runs
+// inside guarded(): nothing may unwind into the core.
+accel_status_t op_init();                        // count.cpp
+accel_status_t op_device_count(int32_t* count);  // count.cpp
+accel_status_t op_lazy_init();                   // devices.cpp
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+accel_status_t op_get_current_device(int32_t* device);                 // devices.cpp
+accel_status_t op_set_current_device(int32_t device, uint32_t flags);  // devices.cpp
+accel_status_t op_runtime_version(char* buf, size_t size);             // library.cpp
+// devices.cpp (device_synchronize), streams.cpp, hostfn.cpp (launch_host_func),
+// events.cpp, memory.cpp.
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+
+}  // namespace accel::cuda

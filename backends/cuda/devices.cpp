@@ -1,0 +1,218 @@
+// Devices and their primary contexts: op_lazy_init, properties, the calling
+// thread's current device, device_synchronize, and CtxScope.
+//
+// The current device is the CUDA runtime's: the primary context current on
+// the calling thread (cuCtxSetCurrent), so accel and code using the CUDA
+// runtime or driver API directly agree in both directions. Operations on a
+// device other than the current one switch contexts only for their duration
+// (CtxScope restores the caller's context).
+#include <cstdio>
+#include <cstring>
+
+#include "backend.hpp"
+
+namespace accel::cuda {
+
+namespace {
+
+// Written by op_lazy_init (serialised by the core, before any operation
+// below), read-only after. Never freed: live until exit, like the plugin.
+int32_t g_count = 0;
+Device* g_devices = nullptr;
+
+// The accel device this thread last chose (or 0): a NULL current context
+// stands for it. See CtxScope.
+thread_local int32_t t_device = 0;
+
+// cuInit (unless counting did it in this process), the driver's device count
+// checked against the core's, CUdevice handles and default streams.
+accel_status_t init_devices(int32_t expected_count) {
+  Driver& d = driver();
+  // A fork() child of a process that ran cuInit never gets here: the core
+  // refuses the backend there (the plugin does not declare
+  // ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE after counting with cuInit).
+  if (counted_with_cuinit_in() == 0) {
+    CUresult rc = d.cuInit(0);
+    if (rc == CUDA_ERROR_STUB_LIBRARY)
+      return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
+                  "cuInit: '%s' is the CUDA toolkit's stub library: no NVIDIA driver is installed",
+                  d.path.c_str());
+    if (rc != CUDA_SUCCESS) return vendor_fail("cuInit", rc);
+  }
+  int n = 0;
+  ACCEL_CU_TRY(cuDeviceGetCount, (&n));
+  if (n < expected_count)
+    return fail(ACCEL_ERROR_BACKEND_FAILURE,
+                "%s counted %d device(s) but the driver (cuDeviceGetCount) reports %d; check "
+                "CUDA_VISIBLE_DEVICES and the driver installation",
+                count_source().c_str(), int(expected_count), n);
+  if (n > expected_count)
+    plugin::log(ACCEL_LOG_WARN, "the driver reports %d devices, %s counted %d; using the first %d",
+                n, count_source().c_str(), int(expected_count), int(expected_count));
+  Device* devices = new Device[static_cast<size_t>(expected_count)];
+  for (int32_t i = 0; i < expected_count; ++i) {
+    ACCEL_CU_TRY(cuDeviceGet, (&devices[i].dev, i));
+    // The legacy default stream of the device's primary context: the stream
+    // the CUDA runtime (and torch) use by default, so work accel queues
+    // there orders with theirs.
+    devices[i].default_stream.device = i;
+    devices[i].default_stream.handle = CU_STREAM_LEGACY;
+    devices[i].default_stream.is_default = true;
+  }
+  g_devices = devices;
+  g_count = expected_count;
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace
+
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept {
+  if (device_index < 0 || device_index >= g_count)
+    return fail(ACCEL_ERROR_INVALID_DEVICE, "device %d is out of range [0, %d)", int(device_index),
+                int(g_count));
+  out = &g_devices[device_index];
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t primary_context(int32_t device_index, CUcontext* ctx) {
+  Device* d = nullptr;
+  if (accel_status_t st = device_at(device_index, d); st != ACCEL_SUCCESS) return st;
+  CUcontext c = d->ctx.load(std::memory_order_acquire);
+  if (c == nullptr) {
+    std::call_once(d->once, [&] {
+      CUcontext made = nullptr;
+      d->retain_rc = driver().cuDevicePrimaryCtxRetain(&made, d->dev);
+      if (d->retain_rc == CUDA_SUCCESS) d->ctx.store(made, std::memory_order_release);
+    });
+    c = d->ctx.load(std::memory_order_acquire);
+    if (c == nullptr) return vendor_fail("cuDevicePrimaryCtxRetain", d->retain_rc);
+  }
+  *ctx = c;
+  return ACCEL_SUCCESS;
+}
+
+CtxScope::CtxScope(int32_t device) {
+  Driver& d = driver();
+  CUcontext target = nullptr;
+  status_ = primary_context(device, &target);
+  if (status_ != ACCEL_SUCCESS) return;
+  CUcontext cur = nullptr;
+  CUresult rc = d.cuCtxGetCurrent(&cur);
+  if (rc != CUDA_SUCCESS) {
+    status_ = vendor_fail("cuCtxGetCurrent", rc);
+    return;
+  }
+  if (cur == target) return;
+  rc = d.cuCtxSetCurrent(target);
+  if (rc != CUDA_SUCCESS) {
+    status_ = vendor_fail("cuCtxSetCurrent", rc);
+    return;
+  }
+  if (cur == nullptr && device == t_device) return;  // bound lazily, stays
+  restore_ = true;
+  previous_ = cur;
+}
+
+CtxScope::~CtxScope() {
+  if (restore_) driver().cuCtxSetCurrent(previous_);
+}
+
+accel_status_t op_lazy_init() {
+  return guarded("lazy_init", [] { return init_devices(counted_devices()); });
+}
+
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
+  return guarded("get_device_properties", [&] {
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    Driver& drv = driver();
+    const CUdevice dev = d->dev;
+    ACCEL_CU_TRY(cuDeviceGetName, (props->name, static_cast<int>(sizeof props->name), dev));
+    std::snprintf(props->vendor, sizeof props->vendor, "NVIDIA");
+    size_t total = 0;
+    ACCEL_CU_TRY(cuDeviceTotalMem, (&total, dev));
+    props->total_memory = total;
+    CUuuid uuid{};
+    if (drv.cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
+      std::memcpy(props->uuid, uuid.bytes, sizeof props->uuid);
+      props->has_uuid = 1;
+    }
+    auto attr = [&](CUdevice_attribute a, int& out) {
+      return drv.cuDeviceGetAttribute(&out, a, dev);
+    };
+    int domain = 0, bus = 0, slot = 0;
+    if (attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, domain) == CUDA_SUCCESS &&
+        attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, bus) == CUDA_SUCCESS &&
+        attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, slot) == CUDA_SUCCESS) {
+      std::snprintf(props->pci_bus_id, sizeof props->pci_bus_id, "%04x:%02x:%02x.0",
+                    static_cast<unsigned>(domain), static_cast<unsigned>(bus),
+                    static_cast<unsigned>(slot));
+    }
+    int major = 0, minor = 0;
+    CUresult rc = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, major);
+    if (rc == CUDA_SUCCESS) rc = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, minor);
+    if (rc != CUDA_SUCCESS) return vendor_fail("cuDeviceGetAttribute(COMPUTE_CAPABILITY)", rc);
+    std::snprintf(props->architecture, sizeof props->architecture, "sm_%d%d", major, minor);
+    int sms = 0;
+    rc = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sms);
+    if (rc != CUDA_SUCCESS) return vendor_fail("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", rc);
+    props->compute_units = sms;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_get_current_device(int32_t* device) {
+  return guarded("get_current_device", [&] {
+    CUcontext cur = nullptr;
+    if (driver().cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur == nullptr) {
+      *device = -1;  // no context: the core's per-thread index stands
+      return ACCEL_SUCCESS;
+    }
+    CUdevice dev = 0;
+    ACCEL_CU_TRY(cuCtxGetDevice, (&dev));
+    *device = -1;
+    for (int32_t i = 0; i < g_count; ++i) {
+      if (g_devices[i].dev == dev) {
+        *device = i;
+        break;
+      }
+    }
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_set_current_device(int32_t device, uint32_t flags) {
+  return guarded("set_current_device", [&] {
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if ((flags & ACCEL_PLUGIN_SET_DEVICE_MAYBE) != 0 &&
+        d->ctx.load(std::memory_order_acquire) == nullptr) {
+      unsigned ctx_flags = 0;
+      int active = 0;
+      ACCEL_CU_TRY(cuDevicePrimaryCtxGetState, (d->dev, &ctx_flags, &active));
+      if (active == 0) {
+        // Don't create the context: unbind the current one so the core's
+        // index (which it records) is what the thread reports, and bind the
+        // target's context when an operation first needs it.
+        ACCEL_CU_TRY(cuCtxSetCurrent, (nullptr));
+        t_device = device;
+        return ACCEL_SUCCESS;
+      }
+    }
+    CUcontext ctx = nullptr;
+    if (accel_status_t st = primary_context(device, &ctx); st != ACCEL_SUCCESS) return st;
+    ACCEL_CU_TRY(cuCtxSetCurrent, (ctx));
+    t_device = device;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_device_synchronize(int32_t device) {
+  return guarded("device_synchronize", [&] {
+    ACCEL_CUDA_CTX_SCOPE(device);
+    ACCEL_CU_TRY(cuCtxSynchronize, ());
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // namespace accel::cuda
