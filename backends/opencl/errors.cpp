@@ -1,190 +1,157 @@
-// OpenCL status names, the accel status they map to, and the helpers that
-// report failures and log through the host services.
-#include "ocl.hpp"
+// OpenCL status codes: their names and meanings, the accel status each maps
+// to, and vendor_fail, through which every failed OpenCL call is reported.
+//
+// OpenCL has no call that describes a status code (no clGetErrorString), so
+// the texts below are this backend's short summaries of the specification.
+#include "backend.hpp"
 
-#include <cstdio>
+namespace accel::opencl {
+namespace {
 
-namespace accel_ocl {
+struct Code {
+  cl_int code;
+  const char* name;
+  const char* text;
+};
 
-const accel_host_services_t* g_host = nullptr;
+// OpenCL 3.0 core (cl.h), then the registered extension codes (cl_ext.h,
+// cl_gl.h, cl_d3d*.h, cl_dx9*.h, cl_egl.h, cl_va_api*.h). Where Khronos and
+// a vendor share a value the KHR name is given. Looked up only on error paths.
+constexpr Code kCodes[] = {
+    {0, "CL_SUCCESS", "success"},
+    {-1, "CL_DEVICE_NOT_FOUND", "no device of the requested type"},
+    {-2, "CL_DEVICE_NOT_AVAILABLE", "the device is not available"},
+    {-3, "CL_COMPILER_NOT_AVAILABLE", "no compiler for the device"},
+    {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE", "device memory could not be allocated"},
+    {-5, "CL_OUT_OF_RESOURCES", "the device ran out of resources"},
+    {-6, "CL_OUT_OF_HOST_MEMORY", "the driver ran out of host memory"},
+    {-7, "CL_PROFILING_INFO_NOT_AVAILABLE", "no profiling information for the command"},
+    {-8, "CL_MEM_COPY_OVERLAP", "source and destination of the copy overlap"},
+    {-9, "CL_IMAGE_FORMAT_MISMATCH", "the images have different formats"},
+    {-10, "CL_IMAGE_FORMAT_NOT_SUPPORTED", "image format not supported"},
+    {-11, "CL_BUILD_PROGRAM_FAILURE", "building the program failed"},
+    {-12, "CL_MAP_FAILURE", "mapping the memory object failed"},
+    {-13, "CL_MISALIGNED_SUB_BUFFER_OFFSET", "sub-buffer offset is misaligned for the device"},
+    {-14, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", "an event in the wait list failed"},
+    {-15, "CL_COMPILE_PROGRAM_FAILURE", "compiling the program failed"},
+    {-16, "CL_LINKER_NOT_AVAILABLE", "no linker for the device"},
+    {-17, "CL_LINK_PROGRAM_FAILURE", "linking the program failed"},
+    {-18, "CL_DEVICE_PARTITION_FAILED", "the device could not be partitioned"},
+    {-19, "CL_KERNEL_ARG_INFO_NOT_AVAILABLE", "no kernel argument information"},
+    {-30, "CL_INVALID_VALUE", "an argument has an invalid value"},
+    {-31, "CL_INVALID_DEVICE_TYPE", "invalid device type"},
+    {-32, "CL_INVALID_PLATFORM", "invalid platform"},
+    {-33, "CL_INVALID_DEVICE", "invalid device"},
+    {-34, "CL_INVALID_CONTEXT", "invalid context"},
+    {-35, "CL_INVALID_QUEUE_PROPERTIES", "the device does not support these queue properties"},
+    {-36, "CL_INVALID_COMMAND_QUEUE", "invalid command queue"},
+    {-37, "CL_INVALID_HOST_PTR", "invalid host pointer"},
+    {-38, "CL_INVALID_MEM_OBJECT", "invalid memory object"},
+    {-39, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "invalid image format descriptor"},
+    {-40, "CL_INVALID_IMAGE_SIZE", "invalid image size"},
+    {-41, "CL_INVALID_SAMPLER", "invalid sampler"},
+    {-42, "CL_INVALID_BINARY", "invalid program binary"},
+    {-43, "CL_INVALID_BUILD_OPTIONS", "invalid build options"},
+    {-44, "CL_INVALID_PROGRAM", "invalid program"},
+    {-45, "CL_INVALID_PROGRAM_EXECUTABLE", "the program has no executable for the device"},
+    {-46, "CL_INVALID_KERNEL_NAME", "no kernel of that name in the program"},
+    {-47, "CL_INVALID_KERNEL_DEFINITION", "the kernel differs between devices"},
+    {-48, "CL_INVALID_KERNEL", "invalid kernel"},
+    {-49, "CL_INVALID_ARG_INDEX", "invalid kernel argument index"},
+    {-50, "CL_INVALID_ARG_VALUE", "invalid kernel argument value"},
+    {-51, "CL_INVALID_ARG_SIZE", "invalid kernel argument size"},
+    {-52, "CL_INVALID_KERNEL_ARGS", "kernel arguments not set"},
+    {-53, "CL_INVALID_WORK_DIMENSION", "invalid work dimension"},
+    {-54, "CL_INVALID_WORK_GROUP_SIZE", "invalid work-group size"},
+    {-55, "CL_INVALID_WORK_ITEM_SIZE", "invalid work-item size"},
+    {-56, "CL_INVALID_GLOBAL_OFFSET", "invalid global offset"},
+    {-57, "CL_INVALID_EVENT_WAIT_LIST", "invalid event wait list"},
+    {-58, "CL_INVALID_EVENT", "invalid event"},
+    {-59, "CL_INVALID_OPERATION", "operation not valid here"},
+    {-60, "CL_INVALID_GL_OBJECT", "invalid OpenGL object"},
+    {-61, "CL_INVALID_BUFFER_SIZE", "invalid buffer size"},
+    {-62, "CL_INVALID_MIP_LEVEL", "invalid mip level"},
+    {-63, "CL_INVALID_GLOBAL_WORK_SIZE", "invalid global work size"},
+    {-64, "CL_INVALID_PROPERTY", "invalid property"},
+    {-65, "CL_INVALID_IMAGE_DESCRIPTOR", "invalid image descriptor"},
+    {-66, "CL_INVALID_COMPILER_OPTIONS", "invalid compiler options"},
+    {-67, "CL_INVALID_LINKER_OPTIONS", "invalid linker options"},
+    {-68, "CL_INVALID_DEVICE_PARTITION_COUNT", "invalid device partition count"},
+    {-69, "CL_INVALID_PIPE_SIZE", "invalid pipe size"},
+    {-70, "CL_INVALID_DEVICE_QUEUE", "invalid device queue"},
+    {-71, "CL_INVALID_SPEC_ID", "invalid specialization constant id"},
+    {-72, "CL_MAX_SIZE_RESTRICTION_EXCEEDED", "a size exceeds what the device allows"},
+    {-1000, "CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR", "invalid OpenGL share group"},
+    {-1001, "CL_PLATFORM_NOT_FOUND_KHR", "the ICD loader found no platform (cl_khr_icd)"},
+    {-1002, "CL_INVALID_D3D10_DEVICE_KHR", "invalid Direct3D 10 device"},
+    {-1003, "CL_INVALID_D3D10_RESOURCE_KHR", "invalid Direct3D 10 resource"},
+    {-1004, "CL_D3D10_RESOURCE_ALREADY_ACQUIRED_KHR", "Direct3D 10 resource already acquired"},
+    {-1005, "CL_D3D10_RESOURCE_NOT_ACQUIRED_KHR", "Direct3D 10 resource not acquired"},
+    {-1006, "CL_INVALID_D3D11_DEVICE_KHR", "invalid Direct3D 11 device"},
+    {-1007, "CL_INVALID_D3D11_RESOURCE_KHR", "invalid Direct3D 11 resource"},
+    {-1008, "CL_D3D11_RESOURCE_ALREADY_ACQUIRED_KHR", "Direct3D 11 resource already acquired"},
+    {-1009, "CL_D3D11_RESOURCE_NOT_ACQUIRED_KHR", "Direct3D 11 resource not acquired"},
+    {-1010, "CL_INVALID_DX9_MEDIA_ADAPTER_KHR", "invalid DirectX 9 media adapter"},
+    {-1011, "CL_INVALID_DX9_MEDIA_SURFACE_KHR", "invalid DirectX 9 media surface"},
+    {-1012, "CL_DX9_MEDIA_SURFACE_ALREADY_ACQUIRED_KHR", "DirectX 9 surface already acquired"},
+    {-1013, "CL_DX9_MEDIA_SURFACE_NOT_ACQUIRED_KHR", "DirectX 9 media surface not acquired"},
+    {-1057, "CL_DEVICE_PARTITION_FAILED_EXT", "the device could not be partitioned"},
+    {-1058, "CL_INVALID_PARTITION_COUNT_EXT", "invalid partition count"},
+    {-1059, "CL_INVALID_PARTITION_NAME_EXT", "invalid partition name"},
+    {-1092, "CL_EGL_RESOURCE_NOT_ACQUIRED_KHR", "EGL resource not acquired"},
+    {-1093, "CL_INVALID_EGL_OBJECT_KHR", "invalid EGL object"},
+    {-1094, "CL_INVALID_ACCELERATOR_INTEL", "invalid accelerator object"},
+    {-1095, "CL_INVALID_ACCELERATOR_TYPE_INTEL", "invalid accelerator type"},
+    {-1096, "CL_INVALID_ACCELERATOR_DESCRIPTOR_INTEL", "invalid accelerator descriptor"},
+    {-1097, "CL_ACCELERATOR_TYPE_NOT_SUPPORTED_INTEL", "accelerator type not supported"},
+    {-1098, "CL_INVALID_VA_API_MEDIA_ADAPTER_INTEL", "invalid VA-API media adapter"},
+    {-1099, "CL_INVALID_VA_API_MEDIA_SURFACE_INTEL", "invalid VA-API media surface"},
+    {-1100, "CL_VA_API_MEDIA_SURFACE_ALREADY_ACQUIRED_INTEL", "VA-API surface already acquired"},
+    {-1101, "CL_VA_API_MEDIA_SURFACE_NOT_ACQUIRED_INTEL", "VA-API media surface not acquired"},
+    {-1108, "CL_COMMAND_TERMINATED_ITSELF_WITH_FAILURE_ARM", "the command ended with a failure"},
+    {-1121, "CL_CONTEXT_TERMINATED_KHR", "the context was terminated"},
+    {-1138, "CL_INVALID_COMMAND_BUFFER_KHR", "invalid command buffer"},
+    {-1139, "CL_INVALID_SYNC_POINT_WAIT_LIST_KHR", "invalid sync point wait list"},
+    {-1140, "CL_INCOMPATIBLE_COMMAND_QUEUE_KHR", "queue incompatible with the command buffer"},
+    {-1141, "CL_INVALID_MUTABLE_COMMAND_KHR", "invalid mutable command"},
+    {-1142, "CL_INVALID_SEMAPHORE_KHR", "invalid semaphore"},
+};
 
-const char* cl_error_name(cl_int err) {
-  switch (err) {
-    // OpenCL 3.0 core (cl.h).
-    case 0: return "CL_SUCCESS";
-    case -1: return "CL_DEVICE_NOT_FOUND";
-    case -2: return "CL_DEVICE_NOT_AVAILABLE";
-    case -3: return "CL_COMPILER_NOT_AVAILABLE";
-    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case -5: return "CL_OUT_OF_RESOURCES";
-    case -6: return "CL_OUT_OF_HOST_MEMORY";
-    case -7: return "CL_PROFILING_INFO_NOT_AVAILABLE";
-    case -8: return "CL_MEM_COPY_OVERLAP";
-    case -9: return "CL_IMAGE_FORMAT_MISMATCH";
-    case -10: return "CL_IMAGE_FORMAT_NOT_SUPPORTED";
-    case -11: return "CL_BUILD_PROGRAM_FAILURE";
-    case -12: return "CL_MAP_FAILURE";
-    case -13: return "CL_MISALIGNED_SUB_BUFFER_OFFSET";
-    case -14: return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
-    case -15: return "CL_COMPILE_PROGRAM_FAILURE";
-    case -16: return "CL_LINKER_NOT_AVAILABLE";
-    case -17: return "CL_LINK_PROGRAM_FAILURE";
-    case -18: return "CL_DEVICE_PARTITION_FAILED";
-    case -19: return "CL_KERNEL_ARG_INFO_NOT_AVAILABLE";
-    case -30: return "CL_INVALID_VALUE";
-    case -31: return "CL_INVALID_DEVICE_TYPE";
-    case -32: return "CL_INVALID_PLATFORM";
-    case -33: return "CL_INVALID_DEVICE";
-    case -34: return "CL_INVALID_CONTEXT";
-    case -35: return "CL_INVALID_QUEUE_PROPERTIES";
-    case -36: return "CL_INVALID_COMMAND_QUEUE";
-    case -37: return "CL_INVALID_HOST_PTR";
-    case -38: return "CL_INVALID_MEM_OBJECT";
-    case -39: return "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR";
-    case -40: return "CL_INVALID_IMAGE_SIZE";
-    case -41: return "CL_INVALID_SAMPLER";
-    case -42: return "CL_INVALID_BINARY";
-    case -43: return "CL_INVALID_BUILD_OPTIONS";
-    case -44: return "CL_INVALID_PROGRAM";
-    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
-    case -46: return "CL_INVALID_KERNEL_NAME";
-    case -47: return "CL_INVALID_KERNEL_DEFINITION";
-    case -48: return "CL_INVALID_KERNEL";
-    case -49: return "CL_INVALID_ARG_INDEX";
-    case -50: return "CL_INVALID_ARG_VALUE";
-    case -51: return "CL_INVALID_ARG_SIZE";
-    case -52: return "CL_INVALID_KERNEL_ARGS";
-    case -53: return "CL_INVALID_WORK_DIMENSION";
-    case -54: return "CL_INVALID_WORK_GROUP_SIZE";
-    case -55: return "CL_INVALID_WORK_ITEM_SIZE";
-    case -56: return "CL_INVALID_GLOBAL_OFFSET";
-    case -57: return "CL_INVALID_EVENT_WAIT_LIST";
-    case -58: return "CL_INVALID_EVENT";
-    case -59: return "CL_INVALID_OPERATION";
-    case -60: return "CL_INVALID_GL_OBJECT";
-    case -61: return "CL_INVALID_BUFFER_SIZE";
-    case -62: return "CL_INVALID_MIP_LEVEL";
-    case -63: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case -64: return "CL_INVALID_PROPERTY";
-    case -65: return "CL_INVALID_IMAGE_DESCRIPTOR";
-    case -66: return "CL_INVALID_COMPILER_OPTIONS";
-    case -67: return "CL_INVALID_LINKER_OPTIONS";
-    case -68: return "CL_INVALID_DEVICE_PARTITION_COUNT";
-    case -69: return "CL_INVALID_PIPE_SIZE";
-    case -70: return "CL_INVALID_DEVICE_QUEUE";
-    case -71: return "CL_INVALID_SPEC_ID";
-    case -72: return "CL_MAX_SIZE_RESTRICTION_EXCEEDED";
-    // Registered extension codes (cl_ext.h, cl_gl.h, cl_d3d*.h, cl_dx9*.h,
-    // cl_egl.h, cl_va_api*.h). Where Khronos and a vendor share a value the
-    // KHR name is given.
-    case -1000: return "CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    case -1002: return "CL_INVALID_D3D10_DEVICE_KHR";
-    case -1003: return "CL_INVALID_D3D10_RESOURCE_KHR";
-    case -1004: return "CL_D3D10_RESOURCE_ALREADY_ACQUIRED_KHR";
-    case -1005: return "CL_D3D10_RESOURCE_NOT_ACQUIRED_KHR";
-    case -1006: return "CL_INVALID_D3D11_DEVICE_KHR";
-    case -1007: return "CL_INVALID_D3D11_RESOURCE_KHR";
-    case -1008: return "CL_D3D11_RESOURCE_ALREADY_ACQUIRED_KHR";
-    case -1009: return "CL_D3D11_RESOURCE_NOT_ACQUIRED_KHR";
-    case -1010: return "CL_INVALID_DX9_MEDIA_ADAPTER_KHR";
-    case -1011: return "CL_INVALID_DX9_MEDIA_SURFACE_KHR";
-    case -1012: return "CL_DX9_MEDIA_SURFACE_ALREADY_ACQUIRED_KHR";
-    case -1013: return "CL_DX9_MEDIA_SURFACE_NOT_ACQUIRED_KHR";
-    case -1057: return "CL_DEVICE_PARTITION_FAILED_EXT";
-    case -1058: return "CL_INVALID_PARTITION_COUNT_EXT";
-    case -1059: return "CL_INVALID_PARTITION_NAME_EXT";
-    case -1092: return "CL_EGL_RESOURCE_NOT_ACQUIRED_KHR";
-    case -1093: return "CL_INVALID_EGL_OBJECT_KHR";
-    case -1094: return "CL_INVALID_ACCELERATOR_INTEL";
-    case -1095: return "CL_INVALID_ACCELERATOR_TYPE_INTEL";
-    case -1096: return "CL_INVALID_ACCELERATOR_DESCRIPTOR_INTEL";
-    case -1097: return "CL_ACCELERATOR_TYPE_NOT_SUPPORTED_INTEL";
-    case -1098: return "CL_INVALID_VA_API_MEDIA_ADAPTER_INTEL";
-    case -1099: return "CL_INVALID_VA_API_MEDIA_SURFACE_INTEL";
-    case -1100: return "CL_VA_API_MEDIA_SURFACE_ALREADY_ACQUIRED_INTEL";
-    case -1101: return "CL_VA_API_MEDIA_SURFACE_NOT_ACQUIRED_INTEL";
-    case -1108: return "CL_COMMAND_TERMINATED_ITSELF_WITH_FAILURE_ARM";
-    case -1121: return "CL_CONTEXT_TERMINATED_KHR";
-    case -1138: return "CL_INVALID_COMMAND_BUFFER_KHR";
-    case -1139: return "CL_INVALID_SYNC_POINT_WAIT_LIST_KHR";
-    case -1140: return "CL_INCOMPATIBLE_COMMAND_QUEUE_KHR";
-    case -1141: return "CL_INVALID_MUTABLE_COMMAND_KHR";
-    case -1142: return "CL_INVALID_SEMAPHORE_KHR";
-    default: return "CL_UNKNOWN_ERROR";
-  }
+const Code* find(cl_int code) noexcept {
+  for (const Code& c : kCodes)
+    if (c.code == code) return &c;
+  return nullptr;
 }
 
-accel_status_t status_of(cl_int err) {
-  if (err == CL_SUCCESS) return ACCEL_SUCCESS;
-  if (err == CL_OUT_OF_HOST_MEMORY || err == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+}  // namespace
+
+const char* cl_error_name(cl_int code) noexcept {
+  const Code* c = find(code);
+  return c != nullptr ? c->name : "CL_UNKNOWN_ERROR";
+}
+
+const char* cl_error_text(cl_int code) noexcept {
+  const Code* c = find(code);
+  return c != nullptr ? c->text : "a code this backend does not know (a vendor extension?)";
+}
+
+accel_status_t status_of(cl_int code) noexcept {
+  if (code == CL_SUCCESS) return ACCEL_SUCCESS;
+  if (code == CL_OUT_OF_HOST_MEMORY || code == CL_MEM_OBJECT_ALLOCATION_FAILURE)
     return ACCEL_ERROR_OUT_OF_MEMORY;
   return ACCEL_ERROR_BACKEND_FAILURE;
 }
 
-
-
-// True if the core's host table is long enough to have the member at
-// `offset` and the member is set.
-#define HOST_HAS(member)                                                                   \
-  (g_host && g_host->struct_size >= offsetof(accel_host_services_t, member) + sizeof(void*) && \
-   g_host->member != nullptr)
-
-bool log_on(accel_log_level_t level) {
-  if (!HOST_HAS(log)) return false;
-  return !HOST_HAS(log_enabled) || g_host->log_enabled(g_host, level) != 0;
+accel_status_t vendor_fail(const char* call, cl_int code) noexcept {
+  return accel::plugin::vendor_fail(status_of(code), call, cl_error_name(code), code,
+                                    cl_error_text(code));
 }
 
-const char* host_env(const char* name) {
-  return HOST_HAS(get_env) ? g_host->get_env(g_host, name) : nullptr;
+void log_vendor_failure(accel_log_level_t level, const char* call, cl_int code,
+                        const char* context) noexcept {
+  accel::plugin::log(level, "%s failed: %s (%d): %s%s%s", call, cl_error_name(code),
+                     static_cast<int>(code), cl_error_text(code), context ? " " : "",
+                     context ? context : "");
 }
 
-void log_msg(accel_log_level_t level, const char* fmt, ...) {
-  if (!log_on(level)) return;
-  try {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string s = vformat(fmt, ap);
-    va_end(ap);
-    g_host->log(g_host, level, s.c_str());
-  } catch (...) {
-    // Logging must never fail an operation.
-  }
-}
-
-static void report(accel_status_t status, const char* message) {
-  if (HOST_HAS(set_error)) g_host->set_error(g_host, status, message);
-}
-
-accel_status_t fail(accel_status_t status, const char* fmt, ...) {
-  try {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string s = vformat(fmt, ap);
-    va_end(ap);
-    report(status, s.c_str());
-  } catch (...) {
-    report(status, fmt);
-  }
-  return status;
-}
-
-accel_status_t cl_fail(const char* call, cl_int err, const char* context_fmt, ...) {
-  accel_status_t status = status_of(err);
-  try {
-    std::string s = format("%s failed: %s (%d)", call, cl_error_name(err), static_cast<int>(err));
-    if (context_fmt) {
-      va_list ap;
-      va_start(ap, context_fmt);
-      s += ' ';
-      s += vformat(context_fmt, ap);
-      va_end(ap);
-    }
-    report(status, s.c_str());
-  } catch (...) {
-    report(status, call);
-  }
-  return status;
-}
-
-}  // namespace accel_ocl
+}  // namespace accel::opencl

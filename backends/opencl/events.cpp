@@ -2,9 +2,15 @@
 // earlier work has, and its CL_PROFILING_COMMAND_END is the timestamp. While
 // the stream is held back by a host function the record waits, unsubmitted,
 // in the stream's deferred list: the event then reads as not ready.
-#include "ocl.hpp"
+//
+// Also the cl_event helpers streams use: execution status and waiting.
+#include "backend.hpp"
 
-namespace accel_ocl {
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace accel::opencl {
 namespace {
 
 Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); }
@@ -16,12 +22,11 @@ std::shared_ptr<Record> current(Event* e) {
 
 // SUCCESS with *ev retained when the record was submitted; NOT_READY while it
 // is deferred; the submission's failure otherwise.
-accel_status_t submitted_event(const std::shared_ptr<Record>& rec, Event* e, cl_event* ev) {
+accel_status_t submitted_event(const std::shared_ptr<Record>& rec, cl_event* ev) {
   std::lock_guard<std::mutex> lock(rec->mu);
   if (!rec->submitted) return ACCEL_ERROR_NOT_READY;
-  if (!rec->ev)
-    return fail(status_of(rec->error), "the event's record on %s was never submitted: %s (%d)",
-                e->dev->label().c_str(), cl_error_name(rec->error), static_cast<int>(rec->error));
+  // Its submission failed: report that failure again, in the same shape.
+  if (!rec->ev) return vendor_fail("clEnqueueMarkerWithWaitList (the event's record)", rec->error);
   clRetainEvent(rec->ev);
   *ev = rec->ev;
   return ACCEL_SUCCESS;
@@ -29,11 +34,44 @@ accel_status_t submitted_event(const std::shared_ptr<Record>& rec, Event* e, cl_
 
 }  // namespace
 
+accel_status_t event_state(cl_event ev, const char* what) {
+  cl_int status = CL_COMPLETE;
+  cl_int err =
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+  if (err != CL_SUCCESS)
+    return vendor_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err);
+  if (status == CL_COMPLETE) return ACCEL_SUCCESS;
+  // A negative execution status is the command's own failure code: reported
+  // in the vendor shape with the command in place of the call.
+  if (status < 0)
+    return accel::plugin::vendor_fail(ACCEL_ERROR_BACKEND_FAILURE, what, cl_error_name(status),
+                                      status, cl_error_text(status));
+  return ACCEL_ERROR_NOT_READY;
+}
+
+accel_status_t wait_event(cl_event ev, const char* what) {
+  cl_int err = clWaitForEvents(1, &ev);
+  accel_status_t st = event_state(ev, what);
+  if (st != ACCEL_ERROR_NOT_READY) {
+    if (st == ACCEL_SUCCESS && err != CL_SUCCESS) return vendor_fail("clWaitForEvents", err);
+    return st;
+  }
+  // clWaitForEvents returned before the command completed (PoCL's basic
+  // device does this for a command it cannot run yet): poll.
+  accel::plugin::log(ACCEL_LOG_DEBUG, "clWaitForEvents returned early (%s) for %s; polling",
+                     cl_error_name(err), what);
+  auto nap = std::chrono::microseconds(50);
+  while ((st = event_state(ev, what)) == ACCEL_ERROR_NOT_READY) {
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(2000));
+  }
+  return st;
+}
+
 accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out) {
   return guarded("event_create", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = checked_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     auto* e = new Event();
     e->dev = dev;
     e->flags = flags;
@@ -81,9 +119,9 @@ accel_status_t op_event_query(accel_plugin_event_t event) {
     std::shared_ptr<Record> rec = current(e);
     if (!rec) return ACCEL_SUCCESS;
     cl_event ev = nullptr;
-    accel_status_t st = submitted_event(rec, e, &ev);
+    accel_status_t st = submitted_event(rec, &ev);
     if (st != ACCEL_SUCCESS) return st;
-    st = event_state(ev, "the event's record", e->dev->label());
+    st = event_state(ev, "the event's record");
     clReleaseEvent(ev);
     if (st == ACCEL_SUCCESS) rec->complete.store(true, std::memory_order_release);
     return st;
@@ -100,9 +138,9 @@ accel_status_t op_event_synchronize(accel_plugin_event_t event) {
       rec->cv.wait(lock, [&] { return rec->submitted; });
     }
     cl_event ev = nullptr;
-    accel_status_t st = submitted_event(rec, e, &ev);
+    accel_status_t st = submitted_event(rec, &ev);
     if (st != ACCEL_SUCCESS) return st;
-    st = wait_event(ev, "the event's record", e->dev->label());
+    st = wait_event(ev, "the event's record");
     clReleaseEvent(ev);
     return st;
   });
@@ -121,10 +159,10 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       return fail(ACCEL_ERROR_EVENT_NOT_RECORDED, "elapsed_time: the %s event was never recorded",
                   !ra ? "start" : "end");
     cl_event a = nullptr, b = nullptr;
-    accel_status_t st = submitted_event(ra, es, &a);
-    if (st == ACCEL_SUCCESS) st = submitted_event(rb, ee, &b);
-    if (st == ACCEL_SUCCESS) st = event_state(a, "the start event's record", es->dev->label());
-    if (st == ACCEL_SUCCESS) st = event_state(b, "the end event's record", ee->dev->label());
+    accel_status_t st = submitted_event(ra, &a);
+    if (st == ACCEL_SUCCESS) st = submitted_event(rb, &b);
+    if (st == ACCEL_SUCCESS) st = event_state(a, "the start event's record");
+    if (st == ACCEL_SUCCESS) st = event_state(b, "the end event's record");
     cl_ulong t0 = 0, t1 = 0;
     cl_int err = CL_SUCCESS;
     if (st == ACCEL_SUCCESS) {
@@ -138,12 +176,11 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       return fail(ACCEL_ERROR_NOT_READY, "elapsed_time: a recorded event has not completed yet");
     if (st != ACCEL_SUCCESS) return st;
     if (err != CL_SUCCESS)
-      return cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err, "on %s",
-                     es->dev->label().c_str());
+      return vendor_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
     double ns = t1 >= t0 ? static_cast<double>(t1 - t0) : -static_cast<double>(t0 - t1);
     *ms = static_cast<float>(ns / 1e6);
     return ACCEL_SUCCESS;
   });
 }
 
-}  // namespace accel_ocl
+}  // namespace accel::opencl

@@ -11,13 +11,13 @@
 // at submission, never in the callback), so a function that waits for
 // another stream's host function cannot starve the pool. Idle workers exit
 // after a few seconds.
-#include "ocl.hpp"
+#include "backend.hpp"
 
 #include <chrono>
 #include <condition_variable>
 #include <thread>
 
-namespace accel_ocl {
+namespace accel::opencl {
 namespace {
 
 struct Task {
@@ -50,13 +50,15 @@ void run(Task* t) {
     try {
       t->fn(t->user_data);
     } catch (...) {
-      log_msg(ACCEL_LOG_ERROR, "a host function on %s threw a C++ exception",
-              s->dev->label().c_str());
+      accel::plugin::log(ACCEL_LOG_ERROR, "a host function on device %d threw a C++ exception",
+                         s->dev->index);
     }
   } else {
     // Earlier work on the stream failed: skip the function, report it.
-    std::string msg = format("host function skipped: earlier work on the stream failed with %s (%d)",
-                             cl_error_name(t->marker_status), static_cast<int>(t->marker_status));
+    std::string msg = "host function skipped: " +
+                      accel::plugin::vendor_failure_message(
+                          "earlier work on the stream", cl_error_name(t->marker_status),
+                          t->marker_status, cl_error_text(t->marker_status));
     std::lock_guard<std::mutex> lock(s->mu);
     stream_defer_error(s, ACCEL_ERROR_BACKEND_FAILURE, msg);
   }
@@ -87,7 +89,7 @@ void worker() {
     try {
       run(t);
     } catch (...) {
-      log_msg(ACCEL_LOG_ERROR, "host function worker: internal error");
+      accel::plugin::log(ACCEL_LOG_ERROR, "host function worker: internal error");
     }
     lock.lock();
     --x.outstanding;
@@ -136,17 +138,16 @@ void CL_CALLBACK on_marker(cl_event, cl_int status, void* data) {
 }  // namespace
 
 accel_status_t hostfn_submit(Stream* s, const Op& op) {
-  const std::string where = s->dev->label();
   accel_status_t st = reserve();
   if (st != ACCEL_SUCCESS) return st;
   cl_event marker = nullptr;
   cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &marker);
   if (err != CL_SUCCESS) {
     unreserve();
-    return cl_fail("clEnqueueMarkerWithWaitList", err, "(launch_host_func) on %s", where.c_str());
+    return vendor_fail("clEnqueueMarkerWithWaitList", err);
   }
   clRetainEvent(marker);  // one for the stream's latest command, one for the task
-  st = stream_commit(s, marker, "clEnqueueMarkerWithWaitList");
+  st = stream_commit(s, marker);
   Task* t = nullptr;
   try {
     t = new Task();
@@ -169,7 +170,7 @@ accel_status_t hostfn_submit(Stream* s, const Op& op) {
     clReleaseEvent(marker);
     delete t;
     unreserve();
-    return cl_fail("clSetEventCallback", err, "(launch_host_func) on %s", where.c_str());
+    return vendor_fail("clSetEventCallback", err);
   }
   s->blocked = true;
   return st;
@@ -186,4 +187,4 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
   });
 }
 
-}  // namespace accel_ocl
+}  // namespace accel::opencl

@@ -15,11 +15,11 @@
 // CL_DEVICE_GLOBAL_FREE_MEMORY_AMD where the device has
 // cl_amd_device_attribute_query, else it is an estimate: total minus the
 // bytes allocated through this plugin (other processes are not seen).
-#include "ocl.hpp"
+#include "backend.hpp"
 
 #include <map>
 
-namespace accel_ocl {
+namespace accel::opencl {
 namespace {
 
 struct Alloc {
@@ -67,22 +67,12 @@ accel_status_t check_range(const Stream* s, const void* p, size_t bytes, const c
   return ACCEL_SUCCESS;
 }
 
-Device* memory_device(int32_t index, accel_status_t* st) {
-  std::vector<Device*>* devs = nullptr;
-  *st = enumerate(&devs);
-  if (*st != ACCEL_SUCCESS) return nullptr;
-  Device* dev = device_at(index);
-  if (!dev) *st = fail(ACCEL_ERROR_INVALID_DEVICE, "no OpenCL device %d", index);
-  return dev;
-}
-
 }  // namespace
 
 accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
   return guarded("mem_alloc", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = memory_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     if (!(dev->svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER))
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "mem_alloc: OpenCL %s has no shared virtual memory (CL_DEVICE_SVM_CAPABILITIES "
@@ -94,8 +84,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
                   "mem_alloc: %zu bytes exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu) of %s", bytes,
                   static_cast<unsigned long long>(dev->max_alloc), dev->label().c_str());
     cl_context ctx = nullptr;
-    st = device_context(dev, &ctx);
-    if (st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
     void* p = clSVMAlloc(ctx, CL_MEM_READ_WRITE, bytes, 0);
     if (!p)
       return fail(ACCEL_ERROR_OUT_OF_MEMORY,
@@ -118,9 +107,8 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
 
 accel_status_t op_mem_free(int32_t device, void* ptr) {
   return guarded("mem_free", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = memory_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     Registry& r = registry();
     {
       std::lock_guard<std::mutex> lock(r.mu);
@@ -136,8 +124,7 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
     }
     // The context exists: the allocation was made in it.
     cl_context ctx = nullptr;
-    st = device_context(dev, &ctx);
-    if (st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
     clSVMFree(ctx, ptr);  // returns nothing; the caller has synchronised
     return ACCEL_SUCCESS;
   });
@@ -193,9 +180,8 @@ accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_
 
 accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
   return guarded("mem_get_info", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = memory_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     size_t total = static_cast<size_t>(dev->global_mem);
     size_t free = 0;
     bool from_vendor = false;
@@ -207,8 +193,8 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
         free = kb[0] * 1024;
         from_vendor = true;
       } else {
-        log_msg(ACCEL_LOG_DEBUG, "clGetDeviceInfo(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD) failed: %s",
-                cl_error_name(err));
+        log_vendor_failure(ACCEL_LOG_DEBUG, "clGetDeviceInfo(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
+                           err, "(estimating instead)");
       }
     }
     if (!from_vendor) {
@@ -222,4 +208,4 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
   });
 }
 
-}  // namespace accel_ocl
+}  // namespace accel::opencl

@@ -1,5 +1,5 @@
 // Streams: in-order, profiling-enabled command queues, plus the host-side
-// gate that keeps host functions in stream order (see ocl.hpp).
+// gate that keeps host functions in stream order (see backend.hpp).
 //
 // Each stream remembers the cl_event of the latest command enqueued on it
 // (every operation asks OpenCL for its event). The queue is in order, so that
@@ -8,13 +8,13 @@
 // clFlush so work starts without a blocking call and so events can be waited
 // on from other queues (the OpenCL spec requires the flush for that).
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
-#include "ocl.hpp"
+#include "backend.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
-namespace accel_ocl {
+namespace accel::opencl {
 namespace {
 
 Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
@@ -35,13 +35,10 @@ accel_status_t make_stream(Device* dev, int32_t priority, bool is_default, Strea
       props[3] = priority < 0 ? CL_QUEUE_PRIORITY_HIGH_KHR : CL_QUEUE_PRIORITY_LOW_KHR;
     }
     q = clCreateCommandQueueWithProperties(ctx, dev->id, props, &err);
-    if (!q || err != CL_SUCCESS)
-      return cl_fail("clCreateCommandQueueWithProperties", err, "on %s (priority %d)",
-                     dev->label().c_str(), priority);
+    if (!q || err != CL_SUCCESS) return vendor_fail("clCreateCommandQueueWithProperties", err);
   } else {
     q = clCreateCommandQueue(ctx, dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!q || err != CL_SUCCESS)
-      return cl_fail("clCreateCommandQueue", err, "on %s", dev->label().c_str());
+    if (!q || err != CL_SUCCESS) return vendor_fail("clCreateCommandQueue", err);
   }
   Stream* s = nullptr;
   try {
@@ -64,34 +61,29 @@ accel_status_t make_stream(Device* dev, int32_t priority, bool is_default, Strea
 // Submits one operation; s->mu held and s not blocked. Records whose
 // submission releases streams waiting on them are appended to `wake`.
 // May leave the stream blocked (host function, wait on a pending record);
-// then the op stays at the front of the deferred list when `requeue`.
+// *consumed is false when the op must stay at the front of the deferred list.
 accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consumed) {
   *consumed = true;
-  const std::string where = s->dev->label();
   cl_event ev = nullptr;
   cl_int err = CL_SUCCESS;
   switch (op.kind) {
     case Op::Copy:
       err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, op.dst, op.src, op.bytes, 0, nullptr, &ev);
-      if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueSVMMemcpy", err, "(%zu bytes, %p -> %p) on %s", op.bytes, op.src,
-                       op.dst, where.c_str());
-      return stream_commit(s, ev, "clEnqueueSVMMemcpy");
+      if (err != CL_SUCCESS) return vendor_fail("clEnqueueSVMMemcpy", err);
+      return stream_commit(s, ev);
     case Op::Fill:
       err = clEnqueueSVMMemFill(s->queue, op.dst, &op.pattern, 1, op.bytes, 0, nullptr, &ev);
-      if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueSVMMemFill", err, "(%zu bytes at %p) on %s", op.bytes, op.dst,
-                       where.c_str());
-      return stream_commit(s, ev, "clEnqueueSVMMemFill");
+      if (err != CL_SUCCESS) return vendor_fail("clEnqueueSVMMemFill", err);
+      return stream_commit(s, ev);
     case Op::RecordEvent: {
       accel_status_t st = ACCEL_SUCCESS;
       err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
       if (err != CL_SUCCESS) {
-        st = cl_fail("clEnqueueMarkerWithWaitList", err, "(event_record) on %s", where.c_str());
+        st = vendor_fail("clEnqueueMarkerWithWaitList", err);
         ev = nullptr;
       } else {
         clRetainEvent(ev);  // one reference for the stream, one for the record
-        st = stream_commit(s, ev, "clEnqueueMarkerWithWaitList");
+        st = stream_commit(s, ev);
       }
       std::lock_guard<std::mutex> lock(op.rec->mu);
       op.rec->ev = ev;
@@ -120,10 +112,8 @@ accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consu
       if (!dep) return ACCEL_SUCCESS;  // its submission failed; reported there
       err = clEnqueueBarrierWithWaitList(s->queue, 1, &dep, &ev);
       clReleaseEvent(dep);
-      if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueBarrierWithWaitList", err, "(stream_wait_event) on %s",
-                       where.c_str());
-      return stream_commit(s, ev, "clEnqueueBarrierWithWaitList");
+      if (err != CL_SUCCESS) return vendor_fail("clEnqueueBarrierWithWaitList", err);
+      return stream_commit(s, ev);
     }
     case Op::HostFn:
       return hostfn_submit(s, op);
@@ -180,68 +170,10 @@ accel_status_t take_deferred_error(Stream* s) {
   std::string msg = s->deferred_message;
   s->deferred_status = ACCEL_SUCCESS;
   s->deferred_message.clear();
-  return fail(st, "%s", msg.c_str());
-}
-
-// Everything submitted to the stream has completed (after the gate is open).
-accel_status_t finish(Stream* s) {
-  wait_ungated(s);
-  cl_int err = clFinish(s->queue);
-  if (err != CL_SUCCESS) return cl_fail("clFinish", err, "on %s", s->dev->label().c_str());
-  cl_event ev = retained_last(s);
-  accel_status_t st = ACCEL_SUCCESS;
-  if (ev) {
-    st = wait_event(ev, "the stream's latest command", s->dev->label());
-    clReleaseEvent(ev);
-  }
-  if (st != ACCEL_SUCCESS) return st;
-  return take_deferred_error(s);
+  return fail(st, msg);
 }
 
 }  // namespace
-
-Device* checked_device(int32_t index, accel_status_t* st) {
-  std::vector<Device*>* devs = nullptr;
-  *st = enumerate(&devs);
-  if (*st != ACCEL_SUCCESS) return nullptr;
-  Device* dev = device_at(index);
-  if (!dev) *st = fail(ACCEL_ERROR_INVALID_DEVICE, "no OpenCL device %d", index);
-  return dev;
-}
-
-accel_status_t event_state(cl_event ev, const char* what, const std::string& where) {
-  cl_int status = CL_COMPLETE;
-  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                              nullptr);
-  if (err != CL_SUCCESS)
-    return cl_fail("clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)", err, "for %s on %s", what,
-                   where.c_str());
-  if (status == CL_COMPLETE) return ACCEL_SUCCESS;
-  if (status < 0)
-    return fail(ACCEL_ERROR_BACKEND_FAILURE, "%s on %s failed: %s (%d)", what, where.c_str(),
-                cl_error_name(status), static_cast<int>(status));
-  return ACCEL_ERROR_NOT_READY;
-}
-
-accel_status_t wait_event(cl_event ev, const char* what, const std::string& where) {
-  cl_int err = clWaitForEvents(1, &ev);
-  accel_status_t st = event_state(ev, what, where);
-  if (st != ACCEL_ERROR_NOT_READY) {
-    if (st == ACCEL_SUCCESS && err != CL_SUCCESS)
-      return cl_fail("clWaitForEvents", err, "for %s on %s", what, where.c_str());
-    return st;
-  }
-  // clWaitForEvents returned before the command completed (PoCL's basic
-  // device does this for a command it cannot run yet): poll.
-  log_msg(ACCEL_LOG_DEBUG, "clWaitForEvents returned early (%s) for %s on %s; polling",
-          cl_error_name(err), what, where.c_str());
-  auto nap = std::chrono::microseconds(50);
-  while ((st = event_state(ev, what, where)) == ACCEL_ERROR_NOT_READY) {
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(2000));
-  }
-  return st;
-}
 
 void stream_ref(Stream* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
 
@@ -257,23 +189,34 @@ void stream_unref(Stream* s) {
   if (s->last) clReleaseEvent(s->last);
   cl_int err = clReleaseCommandQueue(s->queue);
   if (err != CL_SUCCESS)
-    log_msg(ACCEL_LOG_WARN, "clReleaseCommandQueue failed: %s (%d) on %s", cl_error_name(err),
-            static_cast<int>(err), s->dev->label().c_str());
+    log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(destroying a stream)");
   delete s;
 }
 
-accel_status_t stream_commit(Stream* s, cl_event ev, const char* call) {
+accel_status_t stream_commit(Stream* s, cl_event ev) {
   if (s->last) clReleaseEvent(s->last);
   s->last = ev;
   s->last_complete = false;
   cl_int err = clFlush(s->queue);
-  if (err != CL_SUCCESS)
-    return cl_fail("clFlush", err, "after %s on %s", call, s->dev->label().c_str());
-  return ACCEL_SUCCESS;
+  return err == CL_SUCCESS ? ACCEL_SUCCESS : vendor_fail("clFlush", err);
+}
+
+accel_status_t stream_finish(Stream* s) {
+  wait_ungated(s);
+  cl_int err = clFinish(s->queue);
+  if (err != CL_SUCCESS) return vendor_fail("clFinish", err);
+  cl_event ev = retained_last(s);
+  accel_status_t st = ACCEL_SUCCESS;
+  if (ev) {
+    st = wait_event(ev, "the stream's latest command");
+    clReleaseEvent(ev);
+  }
+  if (st != ACCEL_SUCCESS) return st;
+  return take_deferred_error(s);
 }
 
 void stream_defer_error(Stream* s, accel_status_t st, const std::string& message) {
-  log_msg(ACCEL_LOG_ERROR, "%s: %s", s->dev->label().c_str(), message.c_str());
+  accel::plugin::log(ACCEL_LOG_ERROR, "%s: %s", s->dev->label().c_str(), message.c_str());
   if (s->deferred_status == ACCEL_SUCCESS) {
     s->deferred_status = st;
     s->deferred_message = message;
@@ -307,38 +250,10 @@ void stream_resume(Stream* s) {
   wake_all(wake);
 }
 
-accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = checked_device(device, &st);
-    if (!dev) return st;
-    std::vector<Stream*> live;
-    {
-      std::lock_guard<std::mutex> lock(dev->mu);
-      live.reserve(dev->streams.size());
-      for (Stream* s : dev->streams) {
-        // Skip a stream whose last reference is being dropped right now.
-        int r = s->refs.load();
-        while (r > 0 && !s->refs.compare_exchange_weak(r, r + 1)) {
-        }
-        if (r > 0) live.push_back(s);
-      }
-    }
-    accel_status_t result = ACCEL_SUCCESS;
-    for (Stream* s : live) {
-      accel_status_t r = finish(s);
-      if (r != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = r;
-      stream_unref(s);
-    }
-    return result;
-  });
-}
-
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
   return guarded("stream_priority_range", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = checked_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     // With cl_khr_priority_hints: 1 LOW, 0 default (MED), -1 HIGH.
     *least = dev->priority_hints ? 1 : 0;
     *greatest = dev->priority_hints ? -1 : 0;
@@ -348,11 +263,10 @@ accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t*
 
 accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
   return guarded("stream_create", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = checked_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     Stream* s = nullptr;
-    st = make_stream(dev, priority, false, &s);
+    accel_status_t st = make_stream(dev, priority, false, &s);
     if (st == ACCEL_SUCCESS) *out = s;
     return st;
   });
@@ -373,9 +287,8 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
 
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
   return guarded("default_stream", [&]() -> accel_status_t {
-    accel_status_t st;
-    Device* dev = checked_device(device, &st);
-    if (!dev) return st;
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     {
       std::lock_guard<std::mutex> lock(dev->mu);
       if (dev->default_stream) {
@@ -384,7 +297,7 @@ accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
       }
     }
     Stream* s = nullptr;
-    st = make_stream(dev, 0, true, &s);
+    accel_status_t st = make_stream(dev, 0, true, &s);
     if (st != ACCEL_SUCCESS) return st;
     bool lost = false;
     {
@@ -413,7 +326,7 @@ accel_status_t op_stream_query(accel_plugin_stream_t stream) {
     }
     accel_status_t st = ACCEL_SUCCESS;
     if (ev) {
-      st = event_state(ev, "the stream's latest command", s->dev->label());
+      st = event_state(ev, "the stream's latest command");
       if (st == ACCEL_SUCCESS) {
         std::lock_guard<std::mutex> lock(s->mu);
         if (s->last == ev) s->last_complete = true;  // still the latest command
@@ -426,7 +339,8 @@ accel_status_t op_stream_query(accel_plugin_stream_t stream) {
 }
 
 accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
-  return guarded("stream_synchronize", [&]() -> accel_status_t { return finish(as_stream(stream)); });
+  return guarded("stream_synchronize",
+                 [&]() -> accel_status_t { return stream_finish(as_stream(stream)); });
 }
 
 namespace {
@@ -452,8 +366,8 @@ void cross_device_wait(void* p) {
   if (ev == nullptr) return;  // its submission failed; reported on its stream
   cl_int err = clWaitForEvents(1, &ev);
   if (err != CL_SUCCESS)
-    log_msg(ACCEL_LOG_WARN, "stream_wait_event across devices: clWaitForEvents failed: %s (%d)",
-            cl_error_name(err), static_cast<int>(err));
+    log_vendor_failure(ACCEL_LOG_WARN, "clWaitForEvents", err,
+                       "(stream_wait_event across devices)");
   clReleaseEvent(ev);
 }
 
@@ -485,4 +399,4 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
   });
 }
 
-}  // namespace accel_ocl
+}  // namespace accel::opencl

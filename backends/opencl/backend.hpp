@@ -1,0 +1,226 @@
+// backend.hpp - the one internal header of the OpenCL backend: the device,
+// stream, event and record types and the declarations its .cpp files share.
+// README.md says what each file does. Nothing here is exported: the plugin's
+// only public symbol is the entry.
+//
+// The ICD loader (libOpenCL.so.1) is linked directly, so there is no symbol
+// table: the OpenCL functions are called by name (see library.cpp).
+#pragma once
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
+#include <accel/accel_plugin.h>
+#include <accel/accel_plugin_helpers.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../common/plugin_ops.hpp"
+
+namespace accel::opencl {
+
+using accel::plugin::fail;
+using accel::plugin::format;
+using accel::plugin::guarded;
+
+// ---- the ICD loader and its platforms (library.cpp) ------------------------
+
+// The platforms the ICD loader found. An empty list (CL_PLATFORM_NOT_FOUND_KHR
+// or 0 platforms) is ACCEL_SUCCESS, with clGetPlatformIDs' code in *none_code;
+// any other failure goes through vendor_fail. May throw std::bad_alloc.
+accel_status_t list_platforms(std::vector<cl_platform_id>& out, cl_int* none_code = nullptr);
+// A platform's info string (CL_PLATFORM_NAME, ...), "" when the query fails.
+std::string platform_string(cl_platform_id p, cl_platform_info what);
+
+// ---- errors (errors.cpp) ---------------------------------------------------
+
+// Symbolic name of an OpenCL status ("CL_OUT_OF_RESOURCES"), and what it
+// means; "CL_UNKNOWN_ERROR" and a generic text for a value outside the table.
+// Static storage.
+const char* cl_error_name(cl_int code) noexcept;
+const char* cl_error_text(cl_int code) noexcept;
+
+// The accel status an OpenCL code maps to: host/allocation exhaustion is
+// ACCEL_ERROR_OUT_OF_MEMORY, anything else ACCEL_ERROR_BACKEND_FAILURE.
+accel_status_t status_of(cl_int code) noexcept;
+
+// An OpenCL call failed: records "<call> failed: <CL_NAME> (<code>): <text>"
+// and returns status_of(code).
+accel_status_t vendor_fail(const char* call, cl_int code) noexcept;
+// The same shape as a log line, for a failure nobody is returned to
+// (cleanup, driver threads, workers); `context` (may be NULL) is appended.
+void log_vendor_failure(accel_log_level_t level, const char* call, cl_int code,
+                        const char* context = nullptr) noexcept;
+
+// ---- devices (count.cpp, devices.cpp) --------------------------------------
+
+struct Stream;
+
+struct Device {
+  int32_t index = 0;
+  cl_platform_id platform = nullptr;
+  cl_device_id id = nullptr;
+  cl_device_type type = 0;
+  std::string name;
+  std::string vendor;
+  std::string version;  // CL_DEVICE_VERSION
+  std::string extensions;
+  cl_ulong global_mem = 0;
+  cl_ulong max_alloc = 0;
+  cl_uint compute_units = 0;
+  cl_device_svm_capabilities svm = 0;
+  bool priority_hints = false;   // cl_khr_priority_hints
+  bool amd_free_memory = false;  // cl_amd_device_attribute_query
+  int version_major = 1;         // from CL_DEVICE_VERSION "OpenCL X.Y ..."
+  uint8_t uuid[16] = {};
+  bool has_uuid = false;   // cl_khr_device_uuid
+  std::string pci_bus_id;  // cl_khr_pci_bus_info, "" when unknown
+
+  // Guarded by mu: the lazily created context, default stream, live streams.
+  std::mutex mu;
+  cl_context context = nullptr;
+  Stream* default_stream = nullptr;
+  std::vector<Stream*> streams;  // every live stream, the default included
+
+  // Guarded by the allocation registry's lock (memory.cpp).
+  size_t bytes_allocated = 0;
+
+  bool has_extension(const char* ext) const;
+  // "device 1 'pthread-haswell'" for messages.
+  std::string label() const;
+};
+
+// The listed devices, enumerated once (thread-safe, count.cpp); later calls
+// return the cached list, which never changes afterwards. A failure of the
+// ICD loader itself is returned and not cached, so a later call retries.
+accel_status_t enumerate(std::vector<Device*>*& out) noexcept;
+// Fills the cached description of a newly listed device with info queries
+// only: no context is created (devices.cpp).
+void describe(Device* dev);
+// Adds ACCEL_PLUGIN_CAP_STREAM_PRIORITIES to the vtable's capabilities;
+// called by enumeration when a listed device has cl_khr_priority_hints
+// (plugin.cpp).
+void advertise_stream_priorities() noexcept;
+
+// The device of an index the core has already validated; checked again
+// because a backend should not crash on a broken caller. Fails with
+// ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
+accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+// The device's context, created on first use (thread-safe).
+accel_status_t device_context(Device* dev, cl_context* ctx);
+
+// ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
+//
+// Host functions hold back later work of their stream on the host side: an
+// operation queued while a host function (or a wait on a not yet submitted
+// event record) is pending is kept in the stream's deferred list and
+// submitted when the gate opens. OpenCL user events would do this on the
+// device side, but PoCL's `basic` device hangs in clSetUserEventStatus when
+// a command waits on the user event, and it executes commands synchronously
+// inside the enqueue call.
+
+// One record of an event: the marker enqueued for it once submitted.
+struct Record {
+  std::mutex mu;
+  std::condition_variable cv;  // signalled when submitted
+  bool submitted = false;
+  cl_event ev = nullptr;      // the marker (null if its submission failed)
+  cl_int error = CL_SUCCESS;  // why the submission failed
+  // The marker was seen CL_COMPLETE: later queries need no OpenCL call
+  // (completion is final; polling a finished event is the common case).
+  std::atomic<bool> complete{false};
+  std::vector<Stream*> waiters;  // streams held back until it is submitted (one ref each)
+  ~Record() {
+    if (ev) clReleaseEvent(ev);
+  }
+};
+
+struct Op {
+  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn } kind = Copy;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  cl_uchar pattern = 0;
+  std::shared_ptr<Record> rec;
+  accel_host_fn fn = nullptr;
+  void* user_data = nullptr;
+};
+
+struct Stream {
+  Device* dev = nullptr;
+  cl_command_queue queue = nullptr;
+  int32_t priority = 0;
+  bool is_default = false;
+  std::atomic<int> refs{1};  // the handle, plus pending host functions and waits
+
+  std::mutex mu;                 // guards everything below; orders enqueues
+  std::condition_variable idle;  // signalled when no longer blocked with no deferred ops
+  cl_event last = nullptr;       // event of the latest command enqueued, or null
+  bool last_complete = false;    // `last` was seen CL_COMPLETE (completion is final)
+  bool blocked = false;          // a host function or a pending record holds later work
+  std::deque<Op> deferred;       // operations waiting for the gate to open
+  accel_status_t deferred_status = ACCEL_SUCCESS;  // first failure of a deferred submission
+  std::string deferred_message;
+};
+
+struct Event {
+  Device* dev = nullptr;
+  uint32_t flags = 0;
+  std::mutex mu;
+  std::shared_ptr<Record> rec;  // the latest record, or null
+};
+
+// streams.cpp
+// Queues `op`: submitted at once when the stream is not held back (the
+// status is that of the submission), else deferred (ACCEL_SUCCESS; a later
+// submission failure is reported by the stream's next query/synchronize).
+accel_status_t stream_enqueue(Stream* s, Op&& op);
+// Opens the gate of a stream held back by a host function or a record wait
+// and submits what was deferred. Called with no lock held.
+void stream_resume(Stream* s);
+void stream_ref(Stream* s);
+void stream_unref(Stream* s);
+// Makes `ev` (one reference owned by the caller) the stream's latest command
+// and flushes the queue. Caller holds s->mu.
+accel_status_t stream_commit(Stream* s, cl_event ev);
+// Records a deferred submission's failure on the stream. Caller holds s->mu.
+void stream_defer_error(Stream* s, accel_status_t st, const std::string& message);
+// Everything submitted to the stream has completed (after its gate is open);
+// reports a deferred submission's failure.
+accel_status_t stream_finish(Stream* s);
+
+// hostfn.cpp
+// Submits a host function: a marker whose completion hands fn to a worker,
+// which runs it and calls stream_resume. Sets s->blocked. Caller holds s->mu.
+accel_status_t hostfn_submit(Stream* s, const Op& op);
+
+// events.cpp
+// Waits for `ev` to complete, even where clWaitForEvents returns early.
+accel_status_t wait_event(cl_event ev, const char* what);
+// Execution status as an answer: SUCCESS, NOT_READY, or BACKEND_FAILURE.
+accel_status_t event_state(cl_event ev, const char* what);
+
+// ---- the operations, one per vtable member (wired in plugin.cpp) -----------
+
+// count.cpp: device_count. devices.cpp: lazy_init, get_device_properties and
+// (with the common ops) device_synchronize. library.cpp: runtime_version.
+// No init (the loader is linked, nothing to open) and no get/set_current_device
+// (OpenCL has no current device).
+accel_status_t op_device_count(int32_t* count);
+accel_status_t op_lazy_init();
+accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
+accel_status_t op_runtime_version(char* buf, size_t size);
+
+// devices.cpp, streams.cpp, hostfn.cpp, events.cpp, memory.cpp.
+ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+
+}  // namespace accel::opencl
