@@ -54,8 +54,8 @@ accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t*
     }
     if ((flags & ACCEL_EVENT_ENABLE_TIMING) != 0 &&
         (b->capabilities & ACCEL_PLUGIN_CAP_TIMING_EVENTS) == 0) {
-      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support timing events",
-                   fn, b->name);
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support timing events", fn,
+                   b->name);
     }
     accel_plugin_event_t native = nullptr;
     auto st = call_plugin(*b, "event_create",
@@ -101,8 +101,8 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
     }
     if (stream->backend != &b || stream->device != event->device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
-                   "{}: the event belongs to {} device {} but the stream to {} device {}",
-                   fn, b.name, event->device, stream->backend->name, stream->device);
+                   "{}: the event belongs to {} device {} but the stream to {} device {}", fn,
+                   b.name, event->device, stream->backend->name, stream->device);
     }
     const uint64_t sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
     auto st = call_plugin(b, "event_record",
@@ -164,14 +164,13 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
     for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
       if ((e->flags & ACCEL_EVENT_ENABLE_TIMING) == 0) {
         return failf(ACCEL_ERROR_EVENT_NO_TIMING,
-                     "{}: the {} event was created without ACCEL_EVENT_ENABLE_TIMING", fn,
-                     which);
+                     "{}: the {} event was created without ACCEL_EVENT_ENABLE_TIMING", fn, which);
       }
     }
     for (auto [e, which] : {std::pair{start, "start"}, std::pair{end, "end"}}) {
       if (!e->recorded.load(std::memory_order_acquire)) {
-        return failf(ACCEL_ERROR_EVENT_NOT_RECORDED, "{}: the {} event has never been recorded",
-                     fn, which);
+        return failf(ACCEL_ERROR_EVENT_NOT_RECORDED, "{}: the {} event has never been recorded", fn,
+                     which);
       }
     }
     Backend& b = *start->backend;
@@ -181,8 +180,8 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
       auto st = call_plugin(b, "event_query", [&] { return b.api.event_query(native); });
       if (st == ACCEL_ERROR_NOT_READY) {
         return failf(ACCEL_ERROR_NOT_READY,
-                     "{}: the {} event's record has not completed yet (synchronize it first)",
-                     fn, which);
+                     "{}: the {} event's record has not completed yet (synchronize it first)", fn,
+                     which);
       }
       if (st != ACCEL_SUCCESS) return st;
     }

@@ -33,8 +33,8 @@ accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info) 
     if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Runtime& rt = runtime();
     if (index >= rt.entries.size()) {
-      return failf(ACCEL_ERROR_OUT_OF_RANGE, "{}: index {} is past the {} entries", fn,
-                   index, rt.entries.size());
+      return failf(ACCEL_ERROR_OUT_OF_RANGE, "{}: index {} is past the {} entries", fn, index,
+                   rt.entries.size());
     }
     Backend& b = *rt.entries[index];
     // A plugin that can tell its version only from an initialised runtime

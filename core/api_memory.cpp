@@ -92,8 +92,8 @@ accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
     auto st = call_plugin(*b, "mem_alloc", [&] { return b->api.mem_alloc(target, bytes, &p); });
     if (st != ACCEL_SUCCESS) return st;
     if (p == nullptr) {
-      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer",
-                   fn, b->name);
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
+                   b->name);
     }
     record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target});
     DeviceState& ds = b->devices[target];
@@ -122,8 +122,7 @@ accel_status_t accel_free(void* ptr) {
                      fn, ptr, a.bytes, reinterpret_cast<void*>(a.base));
       }
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", fn,
-                   ptr);
+                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", fn, ptr);
     }
     Backend& b = *a.backend;
     if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) {
@@ -169,9 +168,8 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     st = src_device ? check_device_range(fn, "src", src, bytes, *stream)
                     : check_host_pointer(fn, "src", src);
     if (st != ACCEL_SUCCESS) return st;
-    return call_plugin(b, "memcpy_async", [&] {
-      return b.api.memcpy_async(dst, src, bytes, kind, stream->native);
-    });
+    return call_plugin(b, "memcpy_async",
+                       [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
   });
 }
 
@@ -185,9 +183,8 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
     if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
-    return call_plugin(b, "memset_async", [&] {
-      return b.api.memset_async(dst, value, bytes, stream->native);
-    });
+    return call_plugin(b, "memset_async",
+                       [&] { return b.api.memset_async(dst, value, bytes, stream->native); });
   });
 }
 
@@ -200,8 +197,8 @@ accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* to
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     if (b->api.mem_get_info == nullptr) {
-      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not report memory info",
-                   fn, b->name);
+      return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not report memory info", fn,
+                   b->name);
     }
     size_t f = 0, t = 0;
     auto st = call_plugin(*b, "mem_get_info", [&] { return b->api.mem_get_info(target, &f, &t); });

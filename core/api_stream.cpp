@@ -96,8 +96,8 @@ accel_status_t accel_set_stream(accel_stream_t stream) {
     if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     if (stream->backend != b) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
-                   "{}: the stream belongs to backend '{}' but the current accelerator is '{}'",
-                   fn, stream->backend->name, b->name);
+                   "{}: the stream belongs to backend '{}' but the current accelerator is '{}'", fn,
+                   stream->backend->name, b->name);
     }
     // torch.accelerator.set_stream: the stream's device becomes current too.
     if (current_device(*b) != stream->device) {
@@ -144,8 +144,8 @@ accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_strea
     // CUDA clamps an out-of-range priority rather than failing; so do we.
     int32_t clamped = std::clamp(priority, greatest, least);
     if (clamped != priority) {
-      log().debug("{}: priority {} clamped to {} (range [{}, {}] on {} device {})", fn,
-                  priority, clamped, greatest, least, b->name, target);
+      log().debug("{}: priority {} clamped to {} (range [{}, {}] on {} device {})", fn, priority,
+                  clamped, greatest, least, b->name, target);
     }
     accel_plugin_stream_t native = nullptr;
     auto st = call_plugin(*b, "stream_create",
@@ -173,8 +173,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
                    "destroyed",
                    fn, stream->backend->name, stream->device);
     }
-    if (auto st = check_not_own_stream(fn, stream, "destroying it"); st != ACCEL_SUCCESS)
-      return st;
+    if (auto st = check_not_own_stream(fn, stream, "destroying it"); st != ACCEL_SUCCESS) return st;
     // Exactly one of two racing destroys wins the handle.
     uint32_t expected = kStreamMagic;
     if (!stream->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
@@ -183,7 +182,8 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     stream->generation.fetch_add(1, std::memory_order_release);
     g_stream_epoch.fetch_add(1, std::memory_order_acq_rel);
     Backend& b = *stream->backend;
-    auto st = call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
+    auto st =
+        call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
     stream_pool().release(stream);
     return st;
   });
@@ -220,9 +220,8 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
     }
     if (event->backend != stream->backend) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
-                   "{}: the event belongs to {} device {} but the stream to {} device {}",
-                   fn, event->backend->name, event->device, stream->backend->name,
-                   stream->device);
+                   "{}: the event belongs to {} device {} but the stream to {} device {}", fn,
+                   event->backend->name, event->device, stream->backend->name, stream->device);
     }
     Backend& b = *stream->backend;
     if (event->device != stream->device &&

@@ -33,7 +33,7 @@ struct Backend {
   std::string reason;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
-  int32_t priority = 0;  // as used for the choice (see priority_note)
+  int32_t priority = 0;       // as used for the choice (see priority_note)
   std::string priority_note;  // non-empty: the plugin's own priority was lowered, and why
   int32_t device_count = 0;
   uint32_t capabilities = 0;

@@ -13,7 +13,9 @@ const Backend& owner(const accel_host_services_t* host) {
   return *static_cast<const Backend*>(host->host_data);
 }
 
-const char* display_name(const Backend& b) { return b.name.empty() ? b.path.c_str() : b.name.c_str(); }
+const char* display_name(const Backend& b) {
+  return b.name.empty() ? b.path.c_str() : b.name.c_str();
+}
 
 void host_log(const accel_host_services_t* host, accel_log_level_t level, const char* message) {
   if (host == nullptr || message == nullptr) return;
@@ -51,7 +53,8 @@ void init_host_services(Backend& b) {
 
 accel_status_t finish_plugin_call(const Backend& b, const char* op, accel_status_t status) {
   auto& pe = plugin_error();
-  if (t_hot.plugin_error_set && !pe.message.empty()) return failf(status, "{}: {}", b.name, pe.message);
+  if (t_hot.plugin_error_set && !pe.message.empty())
+    return failf(status, "{}: {}", b.name, pe.message);
   if (status == ACCEL_ERROR_NOT_READY) {
     // An answer, not a failure; still the detail of the latest status.
     return failf(status, "{}: {}: work has not completed yet", b.name, op);

@@ -61,8 +61,9 @@ bool valid_name(const char* name) {
 // Why a name is refused, echoing what the plugin gave (at most 64 bytes,
 // unprintable bytes escaped) so its author sees the typo.
 std::string name_refusal(const char* name) {
-  if (name == nullptr) return "backend name is NULL; it must be of the form [a-z0-9_]{1,64} "
-                               "(plugin-abi rule 15)";
+  if (name == nullptr)
+    return "backend name is NULL; it must be of the form [a-z0-9_]{1,64} "
+           "(plugin-abi rule 15)";
   const size_t n = strnlen(name, 65);
   std::string shown;
   for (size_t i = 0; i < n && i < 64; ++i) {
@@ -141,23 +142,24 @@ std::string missing_required(const accel_plugin_api_t& a) {
 
 // Optional groups are all-or-nothing so the core never half-supports events.
 std::string partial_group(const accel_plugin_api_t& a) {
-  const void* events[] = {
-      reinterpret_cast<const void*>(a.event_create), reinterpret_cast<const void*>(a.event_destroy),
-      reinterpret_cast<const void*>(a.event_record), reinterpret_cast<const void*>(a.event_query),
-      reinterpret_cast<const void*>(a.event_synchronize),
-      reinterpret_cast<const void*>(a.event_elapsed_time)};
-  const void* memory[] = {reinterpret_cast<const void*>(a.mem_alloc),
-                          reinterpret_cast<const void*>(a.mem_free),
-                          reinterpret_cast<const void*>(a.memcpy_async),
-                          reinterpret_cast<const void*>(a.memset_async)};
+  const void* events[] = {reinterpret_cast<const void*>(a.event_create),
+                          reinterpret_cast<const void*>(a.event_destroy),
+                          reinterpret_cast<const void*>(a.event_record),
+                          reinterpret_cast<const void*>(a.event_query),
+                          reinterpret_cast<const void*>(a.event_synchronize),
+                          reinterpret_cast<const void*>(a.event_elapsed_time)};
+  const void* memory[] = {
+      reinterpret_cast<const void*>(a.mem_alloc), reinterpret_cast<const void*>(a.mem_free),
+      reinterpret_cast<const void*>(a.memcpy_async), reinterpret_cast<const void*>(a.memset_async)};
   auto partial = [](auto& group) {
     int set = 0;
     for (auto* p : group) set += p != nullptr;
     return set != 0 && set != static_cast<int>(std::size(group));
   };
   if (partial(events)) return "event operations must be all set or all NULL (plugin-abi rule 19)";
-  if (partial(memory)) return "memory operations (mem_alloc, mem_free, memcpy_async, memset_async) "
-                              "must be all set or all NULL (plugin-abi rule 19)";
+  if (partial(memory))
+    return "memory operations (mem_alloc, mem_free, memcpy_async, memset_async) "
+           "must be all set or all NULL (plugin-abi rule 19)";
   return {};
 }
 
@@ -191,33 +193,36 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     api = entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &b.host);
   }
   if (api == nullptr) {
-    b.reason = fmt::format("entry '{}' returned NULL (plugin declined ABI {}.{}){} "
-                           "(plugin-abi rule 11)",
-                           ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
-                           plugin_error_set() ? ": " + plugin_error().message : "");
+    b.reason = fmt::format(
+        "entry '{}' returned NULL (plugin declined ABI {}.{}){} "
+        "(plugin-abi rule 11)",
+        ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
+        plugin_error_set() ? ": " + plugin_error().message : "");
     return;
   }
   constexpr size_t header = offsetof(accel_plugin_api_t, abi_minor) + sizeof(uint32_t);
   if (api->struct_size < header) {
-    b.reason = fmt::format("vtable struct_size {} is too small to hold its ABI version "
-                           "(need {} bytes for ABI {}.{}: {}) (plugin-abi rule 12)",
-                           api->struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR,
-                           ACCEL_PLUGIN_ABI_MINOR, "vtable too small");
+    b.reason = fmt::format(
+        "vtable struct_size {} is too small to hold its ABI version "
+        "(need {} bytes for ABI {}.{}: {}) (plugin-abi rule 12)",
+        api->struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
+        "vtable too small");
     return;
   }
   b.abi_major = api->abi_major;
   b.abi_minor = api->abi_minor;
   if (api->abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
-    b.reason = fmt::format("plugin ABI {}.{} is not supported: this core speaks ABI {}.{} "
-                           "(plugin-abi rule 13)",
-                           api->abi_major, api->abi_minor, ACCEL_PLUGIN_ABI_MAJOR,
-                           ACCEL_PLUGIN_ABI_MINOR);
+    b.reason = fmt::format(
+        "plugin ABI {}.{} is not supported: this core speaks ABI {}.{} "
+        "(plugin-abi rule 13)",
+        api->abi_major, api->abi_minor, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR);
     return;
   }
   if (api->struct_size < ACCEL_PLUGIN_API_V1_SIZE) {
-    b.reason = fmt::format("vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes) "
-                           "(plugin-abi rule 12)",
-                           api->struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
+    b.reason = fmt::format(
+        "vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes) "
+        "(plugin-abi rule 12)",
+        api->struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
     return;
   }
   std::memcpy(&b.api, api, std::min(api->struct_size, sizeof(accel_plugin_api_t)));
@@ -251,9 +256,10 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   if (auto it = names.find(b.name); it != names.end()) {
     b.status = ACCEL_BACKEND_DUPLICATE;
-    b.reason = fmt::format("duplicate backend name '{}': already provided by {} "
-                           "(plugin-abi rule 17)",
-                           b.name, it->second->path);
+    b.reason = fmt::format(
+        "duplicate backend name '{}': already provided by {} "
+        "(plugin-abi rule 17)",
+        b.name, it->second->path);
     return;
   }
   b.loaded = true;
@@ -280,10 +286,12 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     begin_plugin_call();
     st = b.api.device_count(&count);
   }
-  if (b.native_current_device() != ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
+  if (b.native_current_device() !=
+      ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
     b.status = ACCEL_BACKEND_REJECTED;
-    b.reason = "the native-current-device capability changed after the entry returned "
-               "(plugin-abi rule 21)";
+    b.reason =
+        "the native-current-device capability changed after the entry returned "
+        "(plugin-abi rule 21)";
     return;
   }
   if (st != ACCEL_SUCCESS) {
@@ -317,8 +325,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
 // keeps its own status and reason, and later copies of the name still load;
 // so automatic selection and ACCEL_BACKEND=name see the same one copy.
 bool takes_name(const Backend& b) {
-  return b.loaded &&
-         (b.status == ACCEL_BACKEND_AVAILABLE || b.status == ACCEL_BACKEND_NO_DEVICES);
+  return b.loaded && (b.status == ACCEL_BACKEND_AVAILABLE || b.status == ACCEL_BACKEND_NO_DEVICES);
 }
 
 }  // namespace
@@ -336,11 +343,12 @@ Entries discover_plugins() {
       b->path = dir.path;
       if (!dir.duplicate_of.empty()) {
         b->status = ACCEL_BACKEND_DUPLICATE;
-        b->reason = fmt::format("{} is the same directory as the earlier entry '{}'; searched once "
-                                "(plugin-abi rule 5)",
-                                dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
-                                             : fmt::format("the plugins directory '{}'", dir.path),
-                                dir.duplicate_of);
+        b->reason = fmt::format(
+            "{} is the same directory as the earlier entry '{}'; searched once "
+            "(plugin-abi rule 5)",
+            dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
+                         : fmt::format("the plugins directory '{}'", dir.path),
+            dir.duplicate_of);
         log().info("{}", b->reason);
       } else {
         b->status = ACCEL_BACKEND_REJECTED;
@@ -356,13 +364,14 @@ Entries discover_plugins() {
       b->path = resolved(given);
       struct stat st {};
       if (stat(b->path.c_str(), &st) != 0) {
-        b->reason = fmt::format("cannot stat '{}': {} (plugin-abi rule 6)", given,
-                                std::strerror(errno));
+        b->reason =
+            fmt::format("cannot stat '{}': {} (plugin-abi rule 6)", given, std::strerror(errno));
       } else if (auto key = std::make_pair(st.st_dev, st.st_ino); !seen_files.insert(key).second) {
         b->status = ACCEL_BACKEND_DUPLICATE;
-        b->reason = fmt::format("same file as an earlier candidate, reached again through '{}'; "
-                                "loaded once (plugin-abi rule 7)",
-                                given);
+        b->reason = fmt::format(
+            "same file as an earlier candidate, reached again through '{}'; "
+            "loaded once (plugin-abi rule 7)",
+            given);
       } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
         b->reason = refusal;
       } else {
@@ -374,8 +383,8 @@ Entries discover_plugins() {
           // Earlier copies that could not serve the name say who does.
           for (auto& earlier : entries) {
             if (earlier->loaded && earlier->name == b->name && !takes_name(*earlier)) {
-              earlier->reason += fmt::format(" (backend '{}' is provided by the later copy {})",
-                                             b->name, b->path);
+              earlier->reason +=
+                  fmt::format(" (backend '{}' is provided by the later copy {})", b->name, b->path);
             }
           }
         }

@@ -14,14 +14,22 @@ namespace accel::core {
 
 spdlog::level::level_enum to_spdlog(accel_log_level_t level) {
   switch (level) {
-    case ACCEL_LOG_TRACE: return spdlog::level::trace;
-    case ACCEL_LOG_DEBUG: return spdlog::level::debug;
-    case ACCEL_LOG_INFO: return spdlog::level::info;
-    case ACCEL_LOG_WARN: return spdlog::level::warn;
-    case ACCEL_LOG_ERROR: return spdlog::level::err;
-    case ACCEL_LOG_CRITICAL: return spdlog::level::critical;
-    case ACCEL_LOG_OFF: return spdlog::level::off;
-    default: break;
+    case ACCEL_LOG_TRACE:
+      return spdlog::level::trace;
+    case ACCEL_LOG_DEBUG:
+      return spdlog::level::debug;
+    case ACCEL_LOG_INFO:
+      return spdlog::level::info;
+    case ACCEL_LOG_WARN:
+      return spdlog::level::warn;
+    case ACCEL_LOG_ERROR:
+      return spdlog::level::err;
+    case ACCEL_LOG_CRITICAL:
+      return spdlog::level::critical;
+    case ACCEL_LOG_OFF:
+      return spdlog::level::off;
+    default:
+      break;
   }
   return spdlog::level::warn;
 }
@@ -76,8 +84,10 @@ std::shared_ptr<spdlog::logger> make_logger() {
     auto parsed = spdlog::level::from_str(name);
     if (parsed == spdlog::level::off && name != "off") {
       logger->set_level(spdlog::level::warn);
-      logger->warn("ACCEL_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, "
-                   "critical, off (in any case); using warn", env);
+      logger->warn(
+          "ACCEL_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, "
+          "critical, off (in any case); using warn",
+          env);
     } else {
       level = parsed;
     }

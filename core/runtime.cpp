@@ -65,9 +65,9 @@ void choose_current(Runtime& rt) {
           "ACCEL_BACKEND={} but no backend named '{}' was found (loaded: {})", wanted, wanted,
           names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
     } else if (!match->usable()) {
-      rt.selection_reason = fmt::format("ACCEL_BACKEND={} but backend '{}' is {}: {}", wanted,
-                                        wanted, accel_backend_status_name(match->status),
-                                        match->reason);
+      rt.selection_reason =
+          fmt::format("ACCEL_BACKEND={} but backend '{}' is {}: {}", wanted, wanted,
+                      accel_backend_status_name(match->status), match->reason);
     } else {
       rt.current = match;
       rt.selection_reason = fmt::format("chosen by ACCEL_BACKEND={} ({} device{})", wanted,

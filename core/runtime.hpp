@@ -117,7 +117,9 @@ inline accel_status_t ensure_ready(Backend& b) {
 
 // True once lazy_init has succeeded (accel_synchronize skips a backend that
 // was never initialised).
-inline bool initialised(const Backend& b) { return b.init_state.load(std::memory_order_acquire) == 1; }
+inline bool initialised(const Backend& b) {
+  return b.init_state.load(std::memory_order_acquire) == 1;
+}
 
 // Thread's current device of `b` (vendor's view for native backends).
 int32_t current_device(Backend& b);

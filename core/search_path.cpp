@@ -33,14 +33,16 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
       while (file.size() > 1 && file.back() == '/') file.pop_back();
       if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
         const auto slash = file.find_last_of('/');
-        return fmt::format("ACCEL_PLUGIN_PATH entry '{}' is a file; list its directory ('{}') "
-                           "instead (plugin-abi rule 3)",
-                           dir, slash == 0 ? "/" : file.substr(0, slash));
+        return fmt::format(
+            "ACCEL_PLUGIN_PATH entry '{}' is a file; list its directory ('{}') "
+            "instead (plugin-abi rule 3)",
+            dir, slash == 0 ? "/" : file.substr(0, slash));
       }
     }
-    return fmt::format("ACCEL_PLUGIN_PATH entry '{}' does not exist or cannot be read ({}) "
-                       "(plugin-abi rule 3)",
-                       dir, std::strerror(errno));
+    return fmt::format(
+        "ACCEL_PLUGIN_PATH entry '{}' does not exist or cannot be read ({}) "
+        "(plugin-abi rule 3)",
+        dir, std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) {
     const std::string what =
@@ -54,9 +56,10 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
     return fmt::format("{} is not a directory (plugin-abi rule 3)", what);
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format("directory '{}' is {}-writable (mode {:04o}); refusing to load plugins "
-                       "from it (plugin-abi rule 4)",
-                       dir, (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777);
+    return fmt::format(
+        "directory '{}' is {}-writable (mode {:04o}); refusing to load plugins "
+        "from it (plugin-abi rule 4)",
+        dir, (st.st_mode & S_IWOTH) ? "world" : "group", st.st_mode & 07777);
   }
   return {};
 }
@@ -69,9 +72,10 @@ std::vector<SearchDir> plugin_search_dirs() {
   auto add = [&](std::string path, bool from_env) {
     SearchDir d{path, {}, from_env, {}};
     if (from_env && path.front() != '/') {
-      d.refusal = fmt::format("ACCEL_PLUGIN_PATH entry '{}' is not absolute; ignored "
-                              "(plugin-abi rule 2)",
-                              path);
+      d.refusal = fmt::format(
+          "ACCEL_PLUGIN_PATH entry '{}' is not absolute; ignored "
+          "(plugin-abi rule 2)",
+          path);
     } else {
       d.refusal = directory_refusal(path, from_env);
       if (d.refusal.empty() && !from_env) {
@@ -102,9 +106,11 @@ std::vector<SearchDir> plugin_search_dirs() {
         // "a::b", ":a", "a:": listed, never dropped silently, but only at
         // debug level: "$ACCEL_PLUGIN_PATH:/dir" with the variable unset is
         // a common, harmless way to write one.
-        SearchDir d{"", "an empty ACCEL_PLUGIN_PATH entry (two ':' in a row, or one at an end) "
-                        "names no folder; ignored (plugin-abi rule 2)",
-                    true, {}};
+        SearchDir d{"",
+                    "an empty ACCEL_PLUGIN_PATH entry (two ':' in a row, or one at an end) "
+                    "names no folder; ignored (plugin-abi rule 2)",
+                    true,
+                    {}};
         log().debug("{}", d.refusal);
         dirs.push_back(std::move(d));
       }

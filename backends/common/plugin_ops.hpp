@@ -1,51 +1,74 @@
-// The part of accel_plugin_api_t every vendor backend fills the same way:
-// device_synchronize through mem_get_info, one function op_<member> each.
+// The vtable every in-tree backend fills the same way: one function
+// op_<member> per member of accel_plugin_api_t, in the namespace of the
+// backend. Internal to the in-tree backends; a third-party plugin needs
+// nothing but accel_plugin.h (see plugins/skeleton).
 //
-// Backends declare those functions with ACCEL_BACKEND_DECLARE_OP (the type
-// comes from the vtable member itself, so a declaration cannot drift from
-// accel_plugin.h) and wire them with ACCEL_BACKEND_VTABLE_OP, after their
-// own init .. set_current_device members:
+// A backend declares its operations in its backend.hpp with
+// ACCEL_BACKEND_DECLARE_OP (the type comes from the vtable member itself, so
+// a declaration cannot drift from accel_plugin.h); for a member it leaves
+// NULL it writes ACCEL_BACKEND_NO_OP(member) instead. Its plugin.cpp is then
 //
-//   namespace accel_xyz { ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP) }
-//   const accel_plugin_api_t g_api = {
-//       ..., .set_current_device = nullptr,
-//       ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
-//   };
+//   accel_plugin_api_t g_api = ACCEL_BACKEND_VTABLE("name", priority, capabilities);
+//   ACCEL_PLUGIN_DEFINE_ENTRY(accel::name::g_api);
 //
-// The list is in the vtable's declaration order, which designated
-// initializers require. Internal to the in-tree backends; a third-party
-// plugin needs nothing but accel_plugin.h (see plugins/skeleton).
+// The lists are in the vtable's declaration order, which designated
+// initializers require.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include "accel/accel_plugin.h"
 
-#define ACCEL_BACKEND_COMMON_OPS(X)                                                  \
-  X(device_synchronize)                                                              \
-  X(stream_priority_range)                                                           \
-  X(stream_create)                                                                   \
-  X(stream_destroy)                                                                  \
-  X(default_stream)                                                                  \
-  X(stream_query)                                                                    \
-  X(stream_synchronize)                                                              \
-  X(stream_wait_event)                                                               \
-  X(launch_host_func)                                                                \
-  X(event_create)                                                                    \
-  X(event_destroy)                                                                   \
-  X(event_record)                                                                    \
-  X(event_query)                                                                     \
-  X(event_synchronize)                                                               \
-  X(event_elapsed_time)                                                              \
-  X(mem_alloc)                                                                       \
-  X(mem_free)                                                                        \
-  X(memcpy_async)                                                                    \
-  X(memset_async)                                                                    \
-  X(mem_get_info)
+// Discovery, lifecycle and devices.
+#define ACCEL_BACKEND_LIFECYCLE_OPS(X) \
+  X(init)                              \
+  X(device_count)                      \
+  X(lazy_init)                         \
+  X(get_device_properties)             \
+  X(get_current_device)                \
+  X(set_current_device)
+
+// Synchronisation, streams, events, memory, and ABI 1.1's runtime_version.
+#define ACCEL_BACKEND_COMMON_OPS(X) \
+  X(device_synchronize)             \
+  X(stream_priority_range)          \
+  X(stream_create)                  \
+  X(stream_destroy)                 \
+  X(default_stream)                 \
+  X(stream_query)                   \
+  X(stream_synchronize)             \
+  X(stream_wait_event)              \
+  X(launch_host_func)               \
+  X(event_create)                   \
+  X(event_destroy)                  \
+  X(event_record)                   \
+  X(event_query)                    \
+  X(event_synchronize)              \
+  X(event_elapsed_time)             \
+  X(mem_alloc)                      \
+  X(mem_free)                       \
+  X(memcpy_async)                   \
+  X(memset_async)                   \
+  X(mem_get_info)                   \
+  X(runtime_version)
 
 // `accel_status_t op_<member>(<the member's parameters>);`
 #define ACCEL_BACKEND_DECLARE_OP(member) \
   std::remove_pointer_t<decltype(accel_plugin_api_t::member)> op_##member;
 
+// A member the backend leaves NULL ("not supported", plugin-abi rule 20).
+#define ACCEL_BACKEND_NO_OP(member) inline constexpr std::nullptr_t op_##member = nullptr;
+
 // `.member = op_<member>,` inside the vtable's initializer.
 #define ACCEL_BACKEND_VTABLE_OP(member) .member = op_##member,
+
+// The whole table of a backend named `backend_name` (static storage).
+#define ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities)               \
+  accel_plugin_api_t {                                                                           \
+    .struct_size = sizeof(accel_plugin_api_t), .abi_major = ACCEL_PLUGIN_ABI_MAJOR,              \
+    .abi_minor = ACCEL_PLUGIN_ABI_MINOR, .name = (backend_name), .priority = (backend_priority), \
+    .capabilities = (backend_capabilities),                                                      \
+    ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_VTABLE_OP)                                         \
+        ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)                                        \
+  }

@@ -199,17 +199,12 @@ inline Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); 
 // Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE: counting ran no CUDA code.
 void declare_discovery_fork_safe() noexcept;
 
-// Every vtable member, op_<member>, wired in plugin.cpp. Each body runs
-// inside guarded(): nothing may unwind into the core.
-accel_status_t op_init();                        // count.cpp
-accel_status_t op_device_count(int32_t* count);  // count.cpp
-accel_status_t op_lazy_init();                   // devices.cpp
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
-accel_status_t op_get_current_device(int32_t* device);                 // devices.cpp
-accel_status_t op_set_current_device(int32_t device, uint32_t flags);  // devices.cpp
-accel_status_t op_runtime_version(char* buf, size_t size);             // library.cpp
-// devices.cpp (device_synchronize), streams.cpp, hostfn.cpp (launch_host_func),
-// events.cpp, memory.cpp.
+// Every vtable member, op_<member>, wired in plugin.cpp; each body runs
+// inside guarded(), so nothing unwinds into the core. count.cpp: init,
+// device_count; devices.cpp: lazy_init, properties, current device,
+// device_synchronize; library.cpp: runtime_version; streams.cpp, events.cpp,
+// hostfn.cpp, memory.cpp: the rest.
+ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::cuda

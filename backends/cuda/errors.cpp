@@ -7,12 +7,7 @@ namespace {
 
 // Used when the driver cannot name its own codes (the stub, or a failed
 // load): the codes this plugin can meet, with cuda.h's names.
-struct Known {
-  CUresult code;
-  const char* name;
-  const char* text;
-};
-constexpr Known kKnown[] = {
+constexpr plugin::VendorCode kKnown[] = {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
@@ -28,10 +23,8 @@ constexpr Known kKnown[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-const Known* known(CUresult code) noexcept {
-  for (const Known& k : kKnown)
-    if (k.code == code) return &k;
-  return nullptr;
+const plugin::VendorCode* known(CUresult code) noexcept {
+  return plugin::find_vendor_code(kKnown, code);
 }
 
 accel_status_t status_of(CUresult code) noexcept {
@@ -55,7 +48,7 @@ const char* code_name(CUresult code) noexcept {
   if (d.cuGetErrorName != nullptr && d.cuGetErrorName(code, &name) == CUDA_SUCCESS &&
       name != nullptr)
     return name;
-  const Known* k = known(code);
+  const plugin::VendorCode* k = known(code);
   return k != nullptr ? k->name : nullptr;
 }
 
@@ -65,7 +58,7 @@ const char* code_text(CUresult code) noexcept {
   if (d.cuGetErrorString != nullptr && d.cuGetErrorString(code, &text) == CUDA_SUCCESS &&
       text != nullptr)
     return text;
-  const Known* k = known(code);
+  const plugin::VendorCode* k = known(code);
   return k != nullptr ? k->text : nullptr;
 }
 

@@ -166,15 +166,9 @@ inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Eve
 
 // --- the operations (one op_<member> per vtable member) ----------------------
 
-accel_status_t op_init();                                                  // count.cpp
-accel_status_t op_device_count(int32_t* count);                            // count.cpp
-accel_status_t op_lazy_init();                                             // devices.cpp
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
-accel_status_t op_get_current_device(int32_t* device);                    // devices.cpp
-accel_status_t op_set_current_device(int32_t device, uint32_t flags);     // devices.cpp
-accel_status_t op_runtime_version(char* buf, size_t size);                // library.cpp
 // device_synchronize (devices.cpp), streams (streams.cpp), host functions
 // (hostfn.cpp), events (events.cpp), memory (memory.cpp).
+ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::hip

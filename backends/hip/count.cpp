@@ -58,8 +58,9 @@ HipRules runtime_rules() {
 // The KFD device node: absent, inaccessible, or "" when usable.
 std::string kfd_problem(const std::string& kfd) {
   if (access(kfd.c_str(), F_OK) != 0) {
-    return kfd + " is absent (the amdgpu kernel driver is not loaded, or the device was not "
-                 "passed into this container)";
+    return kfd +
+           " is absent (the amdgpu kernel driver is not loaded, or the device was not "
+           "passed into this container)";
   }
   if (access(kfd.c_str(), R_OK | W_OK) != 0) {
     return kfd + " is not accessible: " + std::strerror(errno) +
@@ -87,10 +88,9 @@ accel_status_t count_from_topology(const std::string& dir, const KfdTopology& t,
   // The runtime's own variables, read as ROCr and HIP read them (plain
   // getenv, setuid or not), so the count always equals what the runtime
   // will show; they name devices, never a file to load.
-  VisibleDevices vis = resolve_visible_devices(std::getenv("ROCR_VISIBLE_DEVICES"),
-                                               std::getenv("HIP_VISIBLE_DEVICES"),
-                                               std::getenv("CUDA_VISIBLE_DEVICES"), uuids,
-                                               runtime_rules());
+  VisibleDevices vis = resolve_visible_devices(
+      std::getenv("ROCR_VISIBLE_DEVICES"), std::getenv("HIP_VISIBLE_DEVICES"),
+      std::getenv("CUDA_VISIBLE_DEVICES"), uuids, runtime_rules());
   *count = static_cast<int32_t>(vis.physical.size());
   if (*count == 0) {
     explain(format("all %s of the KFD topology are hidden: %s",
@@ -124,17 +124,18 @@ accel_status_t count_from_runtime(const std::string& why, int32_t* count) {
   }
   if (rc != hipSuccess) return vendor_fail("hipGetDeviceCount", rc);
   *count = n;
-  explain(format("%s from hipGetDeviceCount (%s; the runtime is initialised, so fork() children "
-                 "cannot use it); HIP runtime %s",
-                 plural(static_cast<size_t>(n), "GPU").c_str(), why.c_str(),
-                 runtime_label().c_str()));
+  explain(
+      format("%s from hipGetDeviceCount (%s; the runtime is initialised, so fork() children "
+             "cannot use it); HIP runtime %s",
+             plural(static_cast<size_t>(n), "GPU").c_str(), why.c_str(), runtime_label().c_str()));
   return ACCEL_SUCCESS;
 }
 
 std::string find_no_gpu_reason() {
   const char* topo_env = accel::plugin::env("ACCEL_HIP_KFD_TOPOLOGY");
   const char* runtime_env = accel::plugin::env("ACCEL_HIP_RUNTIME");
-  if ((topo_env != nullptr && *topo_env != '\0') || (runtime_env != nullptr && *runtime_env != '\0'))
+  if ((topo_env != nullptr && *topo_env != '\0') ||
+      (runtime_env != nullptr && *runtime_env != '\0'))
     return {};
   KfdTopology t = read_kfd_topology(kSystemTopology);
   if (t.readable) return {};

@@ -8,18 +8,30 @@ namespace {
 // Names for a runtime whose hipGetErrorName is missing or answers nothing.
 const char* builtin_name(hipError_t code) noexcept {
   switch (code) {
-    case hipSuccess: return "hipSuccess";
-    case hipErrorInvalidValue: return "hipErrorInvalidValue";
-    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
-    case hipErrorNotInitialized: return "hipErrorNotInitialized";
-    case hipErrorInvalidDevicePointer: return "hipErrorInvalidDevicePointer";
-    case hipErrorInvalidMemcpyDirection: return "hipErrorInvalidMemcpyDirection";
-    case hipErrorInsufficientDriver: return "hipErrorInsufficientDriver";
-    case hipErrorNoDevice: return "hipErrorNoDevice";
-    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
-    case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
-    case hipErrorNotReady: return "hipErrorNotReady";
-    default: return "hipErrorUnknown";
+    case hipSuccess:
+      return "hipSuccess";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorNotInitialized:
+      return "hipErrorNotInitialized";
+    case hipErrorInvalidDevicePointer:
+      return "hipErrorInvalidDevicePointer";
+    case hipErrorInvalidMemcpyDirection:
+      return "hipErrorInvalidMemcpyDirection";
+    case hipErrorInsufficientDriver:
+      return "hipErrorInsufficientDriver";
+    case hipErrorNoDevice:
+      return "hipErrorNoDevice";
+    case hipErrorInvalidDevice:
+      return "hipErrorInvalidDevice";
+    case hipErrorInvalidHandle:
+      return "hipErrorInvalidHandle";
+    case hipErrorNotReady:
+      return "hipErrorNotReady";
+    default:
+      return "hipErrorUnknown";
   }
 }
 
@@ -40,10 +52,14 @@ const char* code_text(hipError_t code) noexcept {
 // core already checked: reported as backend failures with HIP's text.
 accel_status_t status_of(hipError_t code) noexcept {
   switch (code) {
-    case hipSuccess: return ACCEL_SUCCESS;
-    case hipErrorOutOfMemory: return ACCEL_ERROR_OUT_OF_MEMORY;
-    case hipErrorNotReady: return ACCEL_ERROR_NOT_READY;
-    default: return ACCEL_ERROR_BACKEND_FAILURE;
+    case hipSuccess:
+      return ACCEL_SUCCESS;
+    case hipErrorOutOfMemory:
+      return ACCEL_ERROR_OUT_OF_MEMORY;
+    case hipErrorNotReady:
+      return ACCEL_ERROR_NOT_READY;
+    default:
+      return ACCEL_ERROR_BACKEND_FAILURE;
   }
 }
 

@@ -71,8 +71,8 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
                                      float* ms) {
   return guarded("event_elapsed_time", [&]() -> accel_status_t {
     float t = 0.0f;
-    if (hipError_t rc = runtime().hipEventElapsedTime(&t, event_of(start)->native,
-                                                      event_of(end)->native);
+    if (hipError_t rc =
+            runtime().hipEventElapsedTime(&t, event_of(start)->native, event_of(end)->native);
         rc != hipSuccess)
       return vendor_fail("hipEventElapsedTime", rc);
     *ms = t;

@@ -24,7 +24,8 @@ void host_call_trampoline(hipStream_t, hipError_t, void* data) {
 
 }  // namespace
 
-accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn, void* user_data) {
+accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn,
+                                   void* user_data) {
   return guarded("launch_host_func", [&]() -> accel_status_t {
     Stream* s = stream_of(stream);
     DeviceScope scope;

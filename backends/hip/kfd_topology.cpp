@@ -32,7 +32,8 @@ KfdTopology read_kfd_topology(const std::string& nodes_dir) {
   }
   std::vector<int> numbers;
   while (struct dirent* e = readdir(d)) {
-    if (all_digits(e->d_name) && std::strlen(e->d_name) < 9) numbers.push_back(std::atoi(e->d_name));
+    if (all_digits(e->d_name) && std::strlen(e->d_name) < 9)
+      numbers.push_back(std::atoi(e->d_name));
   }
   closedir(d);
   t.readable = true;
@@ -49,8 +50,10 @@ KfdTopology read_kfd_topology(const std::string& nodes_dir) {
       std::string key;
       unsigned long long value = 0;
       if (!(ls >> key >> value)) continue;
-      if (key == "simd_count") simd = value;
-      else if (key == "gfx_target_version") gfx = value;
+      if (key == "simd_count")
+        simd = value;
+      else if (key == "gfx_target_version")
+        gfx = value;
       else if (key == "unique_id") {
         unique = value;
         has_unique = true;

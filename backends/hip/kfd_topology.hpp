@@ -19,14 +19,14 @@ namespace accel::hip {
 
 struct KfdGpu {
   int node = 0;
-  std::string uuid;            // "GPU-0123456789abcdef" or ""
+  std::string uuid;                           // "GPU-0123456789abcdef" or ""
   unsigned long long gfx_target_version = 0;  // e.g. 90010 for gfx90a
 };
 
 struct KfdTopology {
-  bool readable = false;       // the nodes directory could be listed
-  std::string error;           // why not (strerror text), when !readable
-  int nodes = 0;               // nodes with a readable properties file
+  bool readable = false;  // the nodes directory could be listed
+  std::string error;      // why not (strerror text), when !readable
+  int nodes = 0;          // nodes with a readable properties file
   std::vector<KfdGpu> gpus;
 };
 

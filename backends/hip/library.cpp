@@ -48,7 +48,7 @@ accel_status_t load_runtime() {
 #define ACCEL_HIP_REQUIRED(fn) symbol(#fn, &rt.fn),
       ACCEL_HIP_REQUIRED_FUNCTIONS(ACCEL_HIP_REQUIRED)
 #undef ACCEL_HIP_REQUIRED
-      symbol("hipMalloc", &rt.hipMalloc),
+          symbol("hipMalloc", &rt.hipMalloc),
 #define ACCEL_HIP_OPTIONAL(fn) symbol(#fn, &rt.fn, /*required=*/false),
       ACCEL_HIP_OPTIONAL_FUNCTIONS(ACCEL_HIP_OPTIONAL)
 #undef ACCEL_HIP_OPTIONAL
@@ -87,7 +87,8 @@ accel_status_t op_runtime_version(char* buf, size_t size) {
     if (!rt.loaded) return fail(ACCEL_ERROR_NOT_SUPPORTED, "the HIP runtime was not loaded");
     if (runtime_initialised_in() != getpid()) return ACCEL_ERROR_NOT_READY;
     if (rt.hipRuntimeGetVersion == nullptr)
-      return fail(ACCEL_ERROR_NOT_SUPPORTED, "the HIP runtime %s does not export hipRuntimeGetVersion",
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "the HIP runtime %s does not export hipRuntimeGetVersion",
                   runtime_label().c_str());
     int v = 0;
     if (hipError_t rc = rt.hipRuntimeGetVersion(&v); rc != hipSuccess)

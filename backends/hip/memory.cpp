@@ -38,9 +38,15 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
   return guarded("memcpy_async", [&]() -> accel_status_t {
     hipMemcpyKind hk;
     switch (kind) {
-      case ACCEL_MEMCPY_HOST_TO_DEVICE: hk = hipMemcpyHostToDevice; break;
-      case ACCEL_MEMCPY_DEVICE_TO_HOST: hk = hipMemcpyDeviceToHost; break;
-      case ACCEL_MEMCPY_DEVICE_TO_DEVICE: hk = hipMemcpyDeviceToDevice; break;
+      case ACCEL_MEMCPY_HOST_TO_DEVICE:
+        hk = hipMemcpyHostToDevice;
+        break;
+      case ACCEL_MEMCPY_DEVICE_TO_HOST:
+        hk = hipMemcpyDeviceToHost;
+        break;
+      case ACCEL_MEMCPY_DEVICE_TO_DEVICE:
+        hk = hipMemcpyDeviceToDevice;
+        break;
       default:
         return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memcpy_async: unknown copy kind %d",
                     static_cast<int>(kind));

@@ -17,24 +17,11 @@ namespace accel::hip {
 namespace {
 
 // Not const: device_count may add ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE.
-accel_plugin_api_t g_api = {
-    .struct_size = sizeof(accel_plugin_api_t),
-    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
-    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
-    .name = "hip",
-    .priority = 300,
-    .capabilities = ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
-                    ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
-                    ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT,
-    .init = op_init,
-    .device_count = op_device_count,
-    .lazy_init = op_lazy_init,
-    .get_device_properties = op_get_device_properties,
-    .get_current_device = op_get_current_device,
-    .set_current_device = op_set_current_device,
-    ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
-    .runtime_version = op_runtime_version,
-};
+accel_plugin_api_t g_api =
+    ACCEL_BACKEND_VTABLE("hip", 300,
+                         ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
+                             ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
+                             ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);
 
 }  // namespace
 

@@ -37,8 +37,8 @@ accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_s
     s->device = d->index;
     DeviceScope scope;
     if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
-    if (hipError_t rc = runtime().hipStreamCreateWithPriority(&s->native, hipStreamNonBlocking,
-                                                              priority);
+    if (hipError_t rc =
+            runtime().hipStreamCreateWithPriority(&s->native, hipStreamNonBlocking, priority);
         rc != hipSuccess)
       return vendor_fail("hipStreamCreateWithPriority", rc);
     *out = s.release();

@@ -190,8 +190,10 @@ std::string hip_flag_value(const char* env, const HipRules& rules) {
   if (p == v.size() || v[p] != '"') return v;
   size_t last = std::string::npos;
   for (size_t q = p + 1; q < v.size(); ++q) {
-    if (v[q] == '"') last = q;
-    else if (last != std::string::npos && v[q] != ' ') last = std::string::npos;
+    if (v[q] == '"')
+      last = q;
+    else if (last != std::string::npos && v[q] != ' ')
+      last = std::string::npos;
   }
   if (last == std::string::npos) return v;
   return v.substr(p + 1, last - p - 1);
@@ -236,7 +238,8 @@ std::vector<int> hip_select(const char* var, const std::string& ordinals, bool s
   }
   if (set_but_empty) {
     // Flag::init stores an empty value as " ", an invalid entry.
-    note += std::string(var) + " is set but empty, which HIP 5.5 and later read as an invalid "
+    note += std::string(var) +
+            " is set but empty, which HIP 5.5 and later read as an invalid "
             "entry";
   } else {
     note += std::string(var) + "=" + ordinals;
@@ -299,8 +302,8 @@ VisibleDevices resolve_visible_devices(const char* rocr, const char* hip, const 
   const std::string& ordinals = use_hip ? h : c;
   if (!ordinals.empty()) {
     if (!r.note.empty()) r.note += "; ";
-    r.physical = hip_select(var, ordinals, raw != nullptr && *raw == '\0', r.physical, uuids,
-                            rules, r.note);
+    r.physical =
+        hip_select(var, ordinals, raw != nullptr && *raw == '\0', r.physical, uuids, rules, r.note);
   }
   return r;
 }

@@ -56,21 +56,23 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
 // Entry points the plugin cannot work without: a loader lacking one is
 // refused in init.
-#define ACCEL_ZE_REQUIRED(X)                                                                  \
-  X(zeInit) X(zeDriverGet) X(zeDriverGetProperties) X(zeDeviceGet) X(zeDeviceGetProperties)  \
-  X(zeDeviceGetComputeProperties) X(zeDeviceGetCommandQueueGroupProperties)                   \
-  X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                       \
-  X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy)     \
-  X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                           \
-  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier) X(zeEventPoolCreate)        \
-  X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                \
-  X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)                          \
-  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)
+#define ACCEL_ZE_REQUIRED(X)                                                                       \
+  X(zeInit)                                                                                        \
+  X(zeDriverGet)                                                                                   \
+  X(zeDriverGetProperties) X(zeDeviceGet) X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties) \
+      X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate)  \
+          X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)              \
+              X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                    \
+                  X(zeCommandListAppendSignalEvent) X(zeCommandListAppendWaitOnEvents)             \
+                      X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)     \
+                          X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                  \
+                              X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)  \
+                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)
 
 // Entry points used only when the loader has them.
-#define ACCEL_ZE_OPTIONAL(X) \
-  X(zeDevicePciGetPropertiesExt) X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) \
-  X(zeDriverGetApiVersion)
+#define ACCEL_ZE_OPTIONAL(X)     \
+  X(zeDevicePciGetPropertiesExt) \
+  X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) X(zeDriverGetApiVersion)
 
 // The loader's entry points; filled by load_library() in init, read-only
 // afterwards.
@@ -159,11 +161,11 @@ struct Device {
   int32_t index = 0;
   Driver* driver = nullptr;
   ze_device_handle_t handle = nullptr;
-  ze_device_properties_t props{};   // stype DEVICE_PROPERTIES_1_2: timerResolution in Hz
-  uint32_t ip_version = 0;          // 0 when the driver has no ZE_extension_device_ip_version
-  uint64_t total_memory = 0;        // sum of zeDeviceGetMemoryProperties
-  uint32_t compute_ordinal = 0;     // queue group with ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE
-  std::string label_text;           // "device 0 'Intel(R) Arc(TM) A770'"
+  ze_device_properties_t props{};  // stype DEVICE_PROPERTIES_1_2: timerResolution in Hz
+  uint32_t ip_version = 0;         // 0 when the driver has no ZE_extension_device_ip_version
+  uint64_t total_memory = 0;       // sum of zeDeviceGetMemoryProperties
+  uint32_t compute_ordinal = 0;    // queue group with ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE
+  std::string label_text;          // "device 0 'Intel(R) Arc(TM) A770'"
 
   std::unique_ptr<SlotPool> plain_slots;   // HOST_VISIBLE
   std::unique_ptr<SlotPool> timing_slots;  // HOST_VISIBLE | KERNEL_TIMESTAMP
@@ -211,10 +213,10 @@ struct Stream {
   int32_t priority = 0;
   bool is_default = false;
 
-  std::mutex mu;                   // orders appends; guards everything below
-  SlotRef last;                    // signalled by the latest command; null when none yet
-  std::vector<SlotRef> held;       // events waited on, kept until the stream passes them
-  bool dying = false;              // stream_destroy called; freed once idle
+  std::mutex mu;              // orders appends; guards everything below
+  SlotRef last;               // signalled by the latest command; null when none yet
+  std::vector<SlotRef> held;  // events waited on, kept until the stream passes them
+  bool dying = false;         // stream_destroy called; freed once idle
 
   // Host-function worker, started on the first launch_host_func.
   std::mutex job_mu;
@@ -255,12 +257,14 @@ void hostfn_stop_worker(Stream* s);
 
 // Every vtable member, op_<member>, wired in plugin.cpp. Each body runs
 // inside accel::plugin::guarded().
-accel_status_t op_init();                                                  // count.cpp
-accel_status_t op_device_count(int32_t* count);                            // count.cpp
-accel_status_t op_lazy_init();                                             // devices.cpp
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
-accel_status_t op_runtime_version(char* buf, size_t size);                 // library.cpp
 // device_synchronize .. mem_get_info (backends/common/plugin_ops.hpp).
+ACCEL_BACKEND_DECLARE_OP(init)
+ACCEL_BACKEND_DECLARE_OP(device_count)
+ACCEL_BACKEND_DECLARE_OP(lazy_init)
+ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+// No native current device: the core keeps the per-thread index.
+ACCEL_BACKEND_NO_OP(get_current_device)
+ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::level_zero

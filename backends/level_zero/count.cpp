@@ -150,15 +150,15 @@ void count_once() {
   ze_result_t r = init_and_get_drivers(&handles, &call);
   if (r != ZE_RESULT_SUCCESS) {
     const char* alt = accel::plugin::env("ZE_ENABLE_ALT_DRIVERS");
-    g_reason = vendor_failure(call.c_str(), r) +
-               (r == ZE_RESULT_ERROR_UNINITIALIZED
-                    ? format(": the Level Zero loader %s found no usable GPU driver (%s%s)",
-                             loader_path(),
-                             alt ? "it tried ZE_ENABLE_ALT_DRIVERS="
-                                 : "it tries libze_intel_gpu.so.1, from intel-level-zero-gpu, "
-                                   "or the drivers named in ZE_ENABLE_ALT_DRIVERS",
-                             alt ? alt : "")
-                    : std::string());
+    g_reason =
+        vendor_failure(call.c_str(), r) +
+        (r == ZE_RESULT_ERROR_UNINITIALIZED
+             ? format(": the Level Zero loader %s found no usable GPU driver (%s%s)", loader_path(),
+                      alt ? "it tried ZE_ENABLE_ALT_DRIVERS="
+                          : "it tries libze_intel_gpu.so.1, from intel-level-zero-gpu, "
+                            "or the drivers named in ZE_ENABLE_ALT_DRIVERS",
+                      alt ? alt : "")
+             : std::string());
     return;
   }
   std::vector<std::string> skipped;
@@ -193,8 +193,10 @@ void count_once() {
       g_devices.push_back(d);
       used = true;
     }
-    if (used) g_drivers.push_back(drv);
-    else delete drv;
+    if (used)
+      g_drivers.push_back(drv);
+    else
+      delete drv;
   }
   if (g_devices.empty()) {
     g_reason = format("%s succeeded with %zu driver%s but no GPU device was found", call.c_str(),

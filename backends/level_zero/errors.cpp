@@ -6,15 +6,9 @@ namespace accel::level_zero {
 
 namespace {
 
-struct ResultInfo {
-  uint32_t code;
-  const char* name;
-  const char* text;
-};
-
 // By value rather than enumerator: some results are newer than the 1.8
 // headers this is built against.
-constexpr ResultInfo kResults[] = {
+constexpr accel::plugin::VendorCode kResults[] = {
     {0x0, "ZE_RESULT_SUCCESS", "success"},
     {0x1, "ZE_RESULT_NOT_READY", "the synchronization object is not signalled yet"},
     {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST",
@@ -78,10 +72,8 @@ constexpr ResultInfo kResults[] = {
     {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN", "unknown or internal error"},
 };
 
-const ResultInfo* find_result(ze_result_t r) noexcept {
-  for (const ResultInfo& info : kResults)
-    if (info.code == static_cast<uint32_t>(r)) return &info;
-  return nullptr;
+const accel::plugin::VendorCode* find_result(ze_result_t r) noexcept {
+  return accel::plugin::find_vendor_code(kResults, static_cast<uint32_t>(r));
 }
 
 accel_status_t status_of(ze_result_t r) noexcept {
@@ -105,14 +97,14 @@ const char* result_text(ze_result_t code, ze_driver_handle_t driver) noexcept {
         described != nullptr && *described != '\0')
       return described;
   }
-  const ResultInfo* info = find_result(code);
+  const accel::plugin::VendorCode* info = find_result(code);
   return info != nullptr ? info->text : nullptr;
 }
 
 }  // namespace
 
 const char* ze_result_name(ze_result_t r) noexcept {
-  const ResultInfo* info = find_result(r);
+  const accel::plugin::VendorCode* info = find_result(r);
   return info != nullptr ? info->name : "ZE_RESULT_UNKNOWN";
 }
 

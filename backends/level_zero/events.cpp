@@ -84,8 +84,10 @@ void SlotPool::release(Slot* s) {
   std::lock_guard lock(mu_);
   // A slot nobody signalled is still reset: reusable at once. One that was
   // appended (or handed to a host thread) waits until it has been signalled.
-  if (s->armed) retired_.push_back(s);
-  else free_.push_back(s);
+  if (s->armed)
+    retired_.push_back(s);
+  else
+    free_.push_back(s);
 }
 
 accel_status_t wait_slot(const SlotRef& slot) {
@@ -181,8 +183,10 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
                   a->dev->label(), b->dev->label());
     SlotRef ra = current_record(a), rb = current_record(b);
     if (!ra || !rb)
-      return fail(ACCEL_ERROR_EVENT_NOT_RECORDED, "event_elapsed_time: the %s event was never "
-                  "recorded", !ra ? "start" : "end");
+      return fail(ACCEL_ERROR_EVENT_NOT_RECORDED,
+                  "event_elapsed_time: the %s event was never "
+                  "recorded",
+                  !ra ? "start" : "end");
     for (const SlotRef* r : {&ra, &rb}) {
       accel_status_t st = query_slot(*r);
       if (st == ACCEL_ERROR_NOT_READY)
@@ -198,8 +202,10 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       return vendor_fail("zeEventQueryKernelTimestamp", r, d->driver->handle);
     const uint64_t hz = d->props.timerResolution;  // cycles per second (DEVICE_PROPERTIES_1_2)
     if (hz == 0)
-      return fail(ACCEL_ERROR_BACKEND_FAILURE, "event_elapsed_time: %s reports a timer "
-                  "resolution of 0", d->label());
+      return fail(ACCEL_ERROR_BACKEND_FAILURE,
+                  "event_elapsed_time: %s reports a timer "
+                  "resolution of 0",
+                  d->label());
     // Timestamps wrap at kernelTimestampValidBits: take the difference modulo
     // 2^bits and read it as signed, so an end before the start is negative.
     uint32_t bits = d->props.kernelTimestampValidBits;

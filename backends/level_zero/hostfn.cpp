@@ -77,8 +77,8 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
     ze_result_t r = ze.zeCommandListAppendWaitOnEvents(s->list, 1, &go);
     if (r != ZE_RESULT_SUCCESS)
       return vendor_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle);
-    job.go->armed = true;          // the worker will signal it
-    s->held.push_back(job.go);     // the list waits on it: not recycled before it passed
+    job.go->armed = true;       // the worker will signal it
+    s->held.push_back(job.go);  // the list waits on it: not recycled before it passed
     {
       std::lock_guard jl(s->job_mu);
       s->jobs.push_back(std::move(job));

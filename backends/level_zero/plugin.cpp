@@ -16,23 +16,10 @@ namespace accel::level_zero {
 namespace {
 
 // Not const: declare_discovery_fork_safe() adds a capability after counting.
-accel_plugin_api_t g_api = {
-    .struct_size = sizeof(accel_plugin_api_t),
-    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
-    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
-    .name = "level_zero",
-    .priority = 200,
-    .capabilities = ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
-                    ACCEL_PLUGIN_CAP_STREAM_PRIORITIES | ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT,
-    .init = op_init,
-    .device_count = op_device_count,
-    .lazy_init = op_lazy_init,
-    .get_device_properties = op_get_device_properties,
-    .get_current_device = nullptr,
-    .set_current_device = nullptr,
-    ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)
-    .runtime_version = op_runtime_version,
-};
+accel_plugin_api_t g_api = ACCEL_BACKEND_VTABLE(
+    "level_zero", 200,
+    ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
+        ACCEL_PLUGIN_CAP_STREAM_PRIORITIES | ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);
 
 }  // namespace
 

@@ -215,12 +215,16 @@ accel_status_t event_state(cl_event ev, const char* what);
 // (with the common ops) device_synchronize. library.cpp: runtime_version.
 // No init (the loader is linked, nothing to open) and no get/set_current_device
 // (OpenCL has no current device).
-accel_status_t op_device_count(int32_t* count);
-accel_status_t op_lazy_init();
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
-accel_status_t op_runtime_version(char* buf, size_t size);
 
 // devices.cpp, streams.cpp, hostfn.cpp, events.cpp, memory.cpp.
+// No init: the ICD loader is linked, nothing to open (library.cpp).
+ACCEL_BACKEND_NO_OP(init)
+ACCEL_BACKEND_DECLARE_OP(device_count)
+ACCEL_BACKEND_DECLARE_OP(lazy_init)
+ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+// OpenCL has no current device: the core keeps it.
+ACCEL_BACKEND_NO_OP(get_current_device)
+ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::opencl

@@ -63,11 +63,16 @@ bool parse_types(const char* text, cl_device_type* mask) {
       size_t a = tok.find_first_not_of(" \t");
       size_t b = tok.find_last_not_of(" \t");
       std::string t = a == std::string::npos ? std::string() : tok.substr(a, b - a + 1);
-      if (t == "gpu") m |= CL_DEVICE_TYPE_GPU;
-      else if (t == "accelerator") m |= CL_DEVICE_TYPE_ACCELERATOR;
-      else if (t == "cpu") m |= CL_DEVICE_TYPE_CPU;
-      else if (t == "all") m |= CL_DEVICE_TYPE_ALL;
-      else return false;
+      if (t == "gpu")
+        m |= CL_DEVICE_TYPE_GPU;
+      else if (t == "accelerator")
+        m |= CL_DEVICE_TYPE_ACCELERATOR;
+      else if (t == "cpu")
+        m |= CL_DEVICE_TYPE_CPU;
+      else if (t == "all")
+        m |= CL_DEVICE_TYPE_ALL;
+      else
+        return false;
       tok.clear();
       if (*p == '\0') break;
     } else {
@@ -84,9 +89,10 @@ accel_status_t run_enumeration(Enumeration& e) {
   cl_device_type mask = kDefaultTypes;
   const char* env = accel::plugin::env(kTypeVar);
   if (env && *env && !parse_types(env, &mask)) {
-    e.reason = format("%s='%s' is not valid: use gpu, accelerator, cpu or all "
-                      "(or a comma-separated list of them)",
-                      kTypeVar, env);
+    e.reason = format(
+        "%s='%s' is not valid: use gpu, accelerator, cpu or all "
+        "(or a comma-separated list of them)",
+        kTypeVar, env);
     accel::plugin::log(ACCEL_LOG_WARN, "%s", e.reason.c_str());
     e.done = true;
     return ACCEL_SUCCESS;
@@ -96,10 +102,11 @@ accel_status_t run_enumeration(Enumeration& e) {
   cl_int none = CL_SUCCESS;
   if (accel_status_t st = list_platforms(plats, &none); st != ACCEL_SUCCESS) return st;
   if (plats.empty()) {
-    e.reason = format("no OpenCL platform: the ICD loader found no vendor driver "
-                      "(clGetPlatformIDs returned %s (%d) with 0 platforms; check "
-                      "/etc/OpenCL/vendors or OCL_ICD_VENDORS)",
-                      cl_error_name(none), static_cast<int>(none));
+    e.reason = format(
+        "no OpenCL platform: the ICD loader found no vendor driver "
+        "(clGetPlatformIDs returned %s (%d) with 0 platforms; check "
+        "/etc/OpenCL/vendors or OCL_ICD_VENDORS)",
+        cl_error_name(none), static_cast<int>(none));
     e.done = true;
     return ACCEL_SUCCESS;
   }
@@ -126,8 +133,10 @@ accel_status_t run_enumeration(Enumeration& e) {
       cl_device_type t = 0;  // a failed query hides the device like an unlisted type
       if (clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, nullptr) != CL_SUCCESS) t = 0;
       if ((t & mask) == 0) {
-        if (t & CL_DEVICE_TYPE_CPU) ++hidden_cpu;
-        else ++hidden_other;
+        if (t & CL_DEVICE_TYPE_CPU)
+          ++hidden_cpu;
+        else
+          ++hidden_other;
         continue;
       }
       auto dev = std::make_unique<Device>();
@@ -138,11 +147,10 @@ accel_status_t run_enumeration(Enumeration& e) {
       describe(dev.get());
       e.devices.push_back(dev.get());
       Device* d = dev.release();
-      accel::plugin::log(ACCEL_LOG_DEBUG,
-                         "device %d: '%s' (%s) on platform '%s', %s, svm caps 0x%llx%s", d->index,
-                         d->name.c_str(), type_names(t).c_str(), pname.c_str(),
-                         d->version.c_str(), static_cast<unsigned long long>(d->svm),
-                         d->priority_hints ? ", priority hints" : "");
+      accel::plugin::log(
+          ACCEL_LOG_DEBUG, "device %d: '%s' (%s) on platform '%s', %s, svm caps 0x%llx%s", d->index,
+          d->name.c_str(), type_names(t).c_str(), pname.c_str(), d->version.c_str(),
+          static_cast<unsigned long long>(d->svm), d->priority_hints ? ", priority hints" : "");
       if (d->priority_hints) advertise_stream_priorities();
     }
   }

@@ -8,16 +8,10 @@
 namespace accel::opencl {
 namespace {
 
-struct Code {
-  cl_int code;
-  const char* name;
-  const char* text;
-};
-
 // OpenCL 3.0 core (cl.h), then the registered extension codes (cl_ext.h,
 // cl_gl.h, cl_d3d*.h, cl_dx9*.h, cl_egl.h, cl_va_api*.h). Where Khronos and
 // a vendor share a value the KHR name is given. Looked up only on error paths.
-constexpr Code kCodes[] = {
+constexpr accel::plugin::VendorCode kCodes[] = {
     {0, "CL_SUCCESS", "success"},
     {-1, "CL_DEVICE_NOT_FOUND", "no device of the requested type"},
     {-2, "CL_DEVICE_NOT_AVAILABLE", "the device is not available"},
@@ -117,21 +111,19 @@ constexpr Code kCodes[] = {
     {-1142, "CL_INVALID_SEMAPHORE_KHR", "invalid semaphore"},
 };
 
-const Code* find(cl_int code) noexcept {
-  for (const Code& c : kCodes)
-    if (c.code == code) return &c;
-  return nullptr;
+const accel::plugin::VendorCode* find(cl_int code) noexcept {
+  return accel::plugin::find_vendor_code(kCodes, code);
 }
 
 }  // namespace
 
 const char* cl_error_name(cl_int code) noexcept {
-  const Code* c = find(code);
+  const accel::plugin::VendorCode* c = find(code);
   return c != nullptr ? c->name : "CL_UNKNOWN_ERROR";
 }
 
 const char* cl_error_text(cl_int code) noexcept {
-  const Code* c = find(code);
+  const accel::plugin::VendorCode* c = find(code);
   return c != nullptr ? c->text : "a code this backend does not know (a vendor extension?)";
 }
 

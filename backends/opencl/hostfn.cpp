@@ -26,7 +26,7 @@ struct Task {
   Stream* stream = nullptr;   // holds a reference
   cl_event marker = nullptr;  // M, owned
   cl_int marker_status = CL_COMPLETE;
-  Task* next = nullptr;       // ready list (intrusive: posting never allocates)
+  Task* next = nullptr;  // ready list (intrusive: posting never allocates)
 };
 
 struct Executor {
@@ -128,8 +128,10 @@ void CL_CALLBACK on_marker(cl_event, cl_int status, void* data) {
   {
     std::lock_guard<std::mutex> lock(x.mu);
     t->next = nullptr;
-    if (x.tail) x.tail->next = t;
-    else x.head = t;
+    if (x.tail)
+      x.tail->next = t;
+    else
+      x.head = t;
     x.tail = t;
   }
   x.cv.notify_one();

@@ -45,25 +45,23 @@ accel_status_t check_range(const Stream* s, const void* p, size_t bytes, const c
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.allocs.upper_bound(addr);
   if (it == r.allocs.begin())
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "%s %p is not inside a live allocation of OpenCL %s", role, p,
-                s->dev->label().c_str());
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s %p is not inside a live allocation of OpenCL %s",
+                role, p, s->dev->label().c_str());
   --it;
   uintptr_t base = it->first;
   const Alloc& a = it->second;
   size_t offset = addr - base;
   if (offset >= a.size)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "%s %p is not inside a live allocation of OpenCL %s", role, p,
-                s->dev->label().c_str());
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s %p is not inside a live allocation of OpenCL %s",
+                role, p, s->dev->label().c_str());
   if (a.dev != s->dev)
     return fail(ACCEL_ERROR_DEVICE_MISMATCH,
                 "%s %p belongs to OpenCL %s but the stream is on OpenCL %s", role, p,
                 a.dev->label().c_str(), s->dev->label().c_str());
   if (bytes > a.size - offset)
     return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "%s range [%p, +%zu) runs past the end of its allocation [%p, +%zu) on %s", role,
-                p, bytes, reinterpret_cast<void*>(base), a.size, s->dev->label().c_str());
+                "%s range [%p, +%zu) runs past the end of its allocation [%p, +%zu) on %s", role, p,
+                bytes, reinterpret_cast<void*>(base), a.size, s->dev->label().c_str());
   return ACCEL_SUCCESS;
 }
 
@@ -187,8 +185,8 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
     bool from_vendor = false;
     if (dev->amd_free_memory) {
       size_t kb[2] = {0, 0};  // total free, largest free block; in KiB
-      cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof kb, kb,
-                                   nullptr);
+      cl_int err =
+          clGetDeviceInfo(dev->id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof kb, kb, nullptr);
       if (err == CL_SUCCESS) {
         free = kb[0] * 1024;
         from_vendor = true;

@@ -126,8 +126,7 @@ void drain(Stream* s, std::vector<Stream*>& wake) {
   while (!s->blocked && !s->deferred.empty()) {
     bool consumed = true;
     accel_status_t st = submit(s, s->deferred.front(), wake, &consumed);
-    if (st != ACCEL_SUCCESS)
-      stream_defer_error(s, st, "a deferred operation failed (see the log)");
+    if (st != ACCEL_SUCCESS) stream_defer_error(s, st, "a deferred operation failed (see the log)");
     if (consumed) s->deferred.pop_front();
   }
   if (!s->blocked && s->deferred.empty()) s->idle.notify_all();
@@ -302,8 +301,10 @@ accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
     bool lost = false;
     {
       std::lock_guard<std::mutex> lock(dev->mu);
-      if (dev->default_stream) lost = true;  // another thread won the race
-      else dev->default_stream = s;
+      if (dev->default_stream)
+        lost = true;  // another thread won the race
+      else
+        dev->default_stream = s;
       *out = dev->default_stream;
     }
     if (lost) stream_unref(s);

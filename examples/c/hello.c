@@ -7,14 +7,14 @@
 
 /* Every accel call returns a status; on failure accel_last_error() says
  * which backend, which vendor call and what went wrong. */
-#define CHECK(call)                                                        \
-  do {                                                                     \
-    accel_status_t st_ = (call);                                           \
-    if (st_ != ACCEL_SUCCESS) {                                            \
-      fprintf(stderr, "%s: %s: %s\n", #call, accel_status_name(st_),       \
-              accel_last_error());                                         \
-      return 1;                                                            \
-    }                                                                      \
+#define CHECK(call)                                                  \
+  do {                                                               \
+    accel_status_t st_ = (call);                                     \
+    if (st_ != ACCEL_SUCCESS) {                                      \
+      fprintf(stderr, "%s: %s: %s\n", #call, accel_status_name(st_), \
+              accel_last_error());                                   \
+      return 1;                                                      \
+    }                                                                \
   } while (0)
 
 int main(void) {
@@ -42,8 +42,10 @@ int main(void) {
   for (i = 0; i < 1024; ++i) in[i] = (int)i * 3;
   CHECK(accel_stream_create(-1, 0, &stream)); /* -1: the current device */
   CHECK(accel_malloc(-1, sizeof in, &dev));
-  CHECK(accel_memcpy_async(dev, in, sizeof in, ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
-  CHECK(accel_memcpy_async(out, dev, sizeof out, ACCEL_MEMCPY_DEVICE_TO_HOST, stream));
+  CHECK(accel_memcpy_async(dev, in, sizeof in, ACCEL_MEMCPY_HOST_TO_DEVICE,
+                           stream));
+  CHECK(accel_memcpy_async(out, dev, sizeof out, ACCEL_MEMCPY_DEVICE_TO_HOST,
+                           stream));
   CHECK(accel_stream_synchronize(stream)); /* `out` is valid only after this */
   CHECK(accel_free(dev));
   CHECK(accel_stream_destroy(stream));

@@ -17,7 +17,8 @@ int main() try {
             << accel::device_count() << " device(s)\n";
   for (int d = 0; d < accel::device_count(); ++d) {
     const accel::DeviceProperties p = accel::device_properties(d);
-    std::cout << "  device " << d << ": " << p.name << " (" << p.vendor << ")\n";
+    std::cout << "  device " << d << ": " << p.name << " (" << p.vendor
+              << ")\n";
   }
 
   // The last device is current inside this scope; the previous one comes
@@ -33,7 +34,8 @@ int main() try {
 
   stream.record(start);
   buf.copy_from(in, stream);
-  stream.launch_host_func([] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
+  stream.launch_host_func(
+      [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
   buf.copy_to(out, stream);
   stream.record(end);
   end.synchronize();  // `out` is valid only after this
@@ -42,8 +44,8 @@ int main() try {
     std::cout << "round trip MISMATCH\n";
     return 1;
   }
-  std::cout << "round trip ok on device " << accel::current_device_index() << " in "
-            << start.elapsed_time(end).count() << " ms\n";
+  std::cout << "round trip ok on device " << accel::current_device_index()
+            << " in " << start.elapsed_time(end).count() << " ms\n";
   return 0;
 } catch (const accel::Error& e) {  // status(), message() and what()
   std::cerr << e.what() << "\n";

@@ -89,22 +89,22 @@ extern "C" {
  *                           or default_stream): answering would deadlock.
  *                           Plugins must not call the public API from their
  *                           callbacks (accel_plugin.h). */
-#define ACCEL_STATUS_MAP(XX)                                                              \
-  XX(SUCCESS, 0, "success")                                                               \
-  XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                       \
-  XX(ERROR_INVALID_DEVICE, 2, "invalid device index")                                     \
-  XX(ERROR_NO_ACCELERATOR, 3, "no accelerator is available")                              \
-  XX(ERROR_NOT_SUPPORTED, 4, "operation not supported by the backend")                    \
-  XX(ERROR_NOT_READY, 5, "work has not completed yet")                                    \
-  XX(ERROR_OUT_OF_MEMORY, 6, "out of memory")                                             \
-  XX(ERROR_EVENT_NOT_RECORDED, 7, "event has not been recorded")                          \
-  XX(ERROR_EVENT_NO_TIMING, 8, "event was created without timing")                        \
-  XX(ERROR_DEVICE_MISMATCH, 9, "object belongs to another device or backend")             \
-  XX(ERROR_FORKED, 10, "backend was initialised before fork() and is not fork-safe")      \
-  XX(ERROR_BACKEND_UNAVAILABLE, 11, "vendor library or driver is unavailable")            \
-  XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")                   \
-  XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                        \
-  XX(ERROR_INTERNAL, 14, "internal error")                                                \
+#define ACCEL_STATUS_MAP(XX)                                                         \
+  XX(SUCCESS, 0, "success")                                                          \
+  XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                  \
+  XX(ERROR_INVALID_DEVICE, 2, "invalid device index")                                \
+  XX(ERROR_NO_ACCELERATOR, 3, "no accelerator is available")                         \
+  XX(ERROR_NOT_SUPPORTED, 4, "operation not supported by the backend")               \
+  XX(ERROR_NOT_READY, 5, "work has not completed yet")                               \
+  XX(ERROR_OUT_OF_MEMORY, 6, "out of memory")                                        \
+  XX(ERROR_EVENT_NOT_RECORDED, 7, "event has not been recorded")                     \
+  XX(ERROR_EVENT_NO_TIMING, 8, "event was created without timing")                   \
+  XX(ERROR_DEVICE_MISMATCH, 9, "object belongs to another device or backend")        \
+  XX(ERROR_FORKED, 10, "backend was initialised before fork() and is not fork-safe") \
+  XX(ERROR_BACKEND_UNAVAILABLE, 11, "vendor library or driver is unavailable")       \
+  XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")              \
+  XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                   \
+  XX(ERROR_INTERNAL, 14, "internal error")                                           \
   XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock")
 
 #define ACCEL_STATUS_ENUMERATOR_(name, value, message) ACCEL_##name = value,
@@ -248,7 +248,7 @@ ACCEL_API accel_status_t accel_synchronize(int32_t device);
  * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
  * cuCtxGetStreamPriorityRange. */
 ACCEL_API accel_status_t accel_stream_priority_range(int32_t device, int32_t* least,
-                                                      int32_t* greatest);
+                                                     int32_t* greatest);
 
 /* Creates a stream on `device` (negative: current) with `priority` (0 is the
  * default; a value outside accel_stream_priority_range is clamped into it,
@@ -335,8 +335,7 @@ ACCEL_API accel_status_t accel_launch_host_func(accel_stream_t stream, accel_hos
  * ACCEL_ERROR_NOT_SUPPORTED (timing asked of a backend without timing
  * events), ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE. cuEventCreate. */
-ACCEL_API accel_status_t accel_event_create(int32_t device, uint32_t flags,
-                                            accel_event_t* event);
+ACCEL_API accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t* event);
 
 /* Destroys an event. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL or
  * destroyed), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
@@ -436,11 +435,11 @@ ACCEL_API accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes,
 /* Allocation statistics of one device, counted by accel over accel_malloc /
  * accel_free (torch.accelerator.memory_allocated and friends). */
 typedef struct accel_memory_stats_s {
-  size_t struct_size;              /* set by the caller: sizeof(accel_memory_stats_t) */
-  uint64_t allocated_bytes;        /* bytes currently allocated */
-  uint64_t peak_allocated_bytes;   /* maximum of allocated_bytes since start or reset */
-  uint64_t allocation_count;       /* live allocations */
-  uint64_t total_allocations;      /* accel_malloc successes since start */
+  size_t struct_size;            /* set by the caller: sizeof(accel_memory_stats_t) */
+  uint64_t allocated_bytes;      /* bytes currently allocated */
+  uint64_t peak_allocated_bytes; /* maximum of allocated_bytes since start or reset */
+  uint64_t allocation_count;     /* live allocations */
+  uint64_t total_allocations;    /* accel_malloc successes since start */
 } accel_memory_stats_t;
 
 /* Fills *stats for `device` (negative: current). Statuses:
@@ -459,16 +458,16 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
 /* ------------------------------------------------------------------------ */
 
 typedef struct accel_device_properties_s {
-  size_t struct_size;        /* set by the caller: sizeof(accel_device_properties_t) */
-  char name[256];            /* "NVIDIA H200", NUL-terminated */
-  char vendor[128];          /* "NVIDIA", "AMD", "Intel", "The pocl project", ... */
-  uint64_t total_memory;     /* bytes */
-  uint8_t uuid[16];          /* all zero when has_uuid is 0 */
-  int32_t has_uuid;          /* 1 when uuid is known */
-  char pci_bus_id[32];       /* "0000:65:00.0" (domain:bus:device.function); "" when unknown */
-  char architecture[64];     /* "sm_90", "gfx90a", IP version, OpenCL version, ... */
-  int32_t compute_units;     /* SMs, CUs, EUs, OpenCL compute units; 0 when unknown */
-  int32_t device_index;      /* the index these properties describe */
+  size_t struct_size;    /* set by the caller: sizeof(accel_device_properties_t) */
+  char name[256];        /* "NVIDIA H200", NUL-terminated */
+  char vendor[128];      /* "NVIDIA", "AMD", "Intel", "The pocl project", ... */
+  uint64_t total_memory; /* bytes */
+  uint8_t uuid[16];      /* all zero when has_uuid is 0 */
+  int32_t has_uuid;      /* 1 when uuid is known */
+  char pci_bus_id[32];   /* "0000:65:00.0" (domain:bus:device.function); "" when unknown */
+  char architecture[64]; /* "sm_90", "gfx90a", IP version, OpenCL version, ... */
+  int32_t compute_units; /* SMs, CUs, EUs, OpenCL compute units; 0 when unknown */
+  int32_t device_index;  /* the index these properties describe */
 } accel_device_properties_t;
 
 /* Fills *props for `device` (negative: current). Initialises the backend
@@ -513,17 +512,17 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 #define ACCEL_CAP_CROSS_DEVICE_WAIT (1u << 6)
 
 typedef struct accel_backend_info_s {
-  size_t struct_size;            /* set by the caller: sizeof(accel_backend_info_t) */
-  const char* name;              /* backend name; "" when the candidate never said */
-  const char* path;              /* file (resolved through symlinks) or path entry */
+  size_t struct_size; /* set by the caller: sizeof(accel_backend_info_t) */
+  const char* name;   /* backend name; "" when the candidate never said */
+  const char* path;   /* file (resolved through symlinks) or path entry */
   accel_backend_status_t status;
-  const char* reason;            /* why that status; "" for plain success */
-  uint32_t abi_major;            /* plugin's ABI version; 0.0 when unknown */
+  const char* reason; /* why that status; "" for plain success */
+  uint32_t abi_major; /* plugin's ABI version; 0.0 when unknown */
   uint32_t abi_minor;
-  int32_t priority;              /* higher is preferred */
-  int32_t device_count;          /* 0 unless loaded */
-  uint32_t capabilities;         /* ACCEL_CAP_* */
-  int32_t is_current;            /* 1 for the current accelerator */
+  int32_t priority;      /* higher is preferred */
+  int32_t device_count;  /* 0 unless loaded */
+  uint32_t capabilities; /* ACCEL_CAP_* */
+  int32_t is_current;    /* 1 for the current accelerator */
   /* The vendor driver or runtime version, as the plugin words it: one line
    * for people, e.g. "CUDA driver 12.4 (12040)", not meant to be parsed.
    * Never NULL; once non-empty it never changes. "" when unknown: the

@@ -113,8 +113,7 @@ class Error : public std::runtime_error {
       s += ": ";
       // The C detail already starts with the function's name: what() puts
       // the operation first for every error, so drop the second copy.
-      if (detail.size() > operation.size() &&
-          detail.compare(0, operation.size(), operation) == 0 &&
+      if (detail.size() > operation.size() && detail.compare(0, operation.size(), operation) == 0 &&
           detail[operation.size()] == ':') {
         detail.remove_prefix(operation.size() + 1);
         while (!detail.empty() && detail.front() == ' ') detail.remove_prefix(1);
@@ -341,11 +340,11 @@ class Event {
    * ...). Usage: accel::Event start({.enable_timing = true}); (C++20) or
    * accel::Event start(accel::EventOptions{true}); (C++17). */
   explicit Event(EventOptions options = {}) {
-    detail::check(accel_event_create(detail::c_device(options.device),
-                                     options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING
-                                                           : ACCEL_EVENT_DEFAULT,
-                                     &handle_),
-                  "accel_event_create");
+    detail::check(
+        accel_event_create(detail::c_device(options.device),
+                           options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING : ACCEL_EVENT_DEFAULT,
+                           &handle_),
+        "accel_event_create");
     timing_ = options.enable_timing;
   }
 
@@ -392,8 +391,7 @@ class Event {
    * _DEVICE_MISMATCH. accel_event_elapsed_time / torch.Event.elapsed_time. */
   std::chrono::duration<double, std::milli> elapsed_time(const Event& end) const {
     float ms = 0.0f;
-    detail::check(accel_event_elapsed_time(handle_, end.handle_, &ms),
-                  "accel_event_elapsed_time");
+    detail::check(accel_event_elapsed_time(handle_, end.handle_, &ms), "accel_event_elapsed_time");
     return std::chrono::duration<double, std::milli>(static_cast<double>(ms));
   }
 
@@ -484,7 +482,8 @@ class Stream {
   ~Stream() noexcept { reset(); }
 
   Stream(Stream&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), owning_(std::exchange(other.owning_, false)) {}
+      : handle_(std::exchange(other.handle_, nullptr)),
+        owning_(std::exchange(other.owning_, false)) {}
   Stream& operator=(Stream&& other) noexcept {
     if (this != &other) {
       reset();
@@ -557,7 +556,8 @@ class Stream {
   template <class F>
   void launch_host_func(F&& fn) const {
     using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&>, "launch_host_func needs a callable taking no arguments");
+    static_assert(std::is_invocable_v<Fn&>,
+                  "launch_host_func needs a callable taking no arguments");
     auto holder = std::make_unique<Fn>(std::forward<F>(fn));
     detail::check(accel_launch_host_func(handle_, &detail::host_trampoline<Fn>, holder.get()),
                   "accel_launch_host_func");
@@ -911,8 +911,8 @@ class DeviceBuffer {
     if (offset > size_ || count > size_ - offset)
       throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
                   "elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                      std::to_string(count) + ") do not fit a buffer of " +
-                      std::to_string(size_) + " elements",
+                      std::to_string(count) + ") do not fit a buffer of " + std::to_string(size_) +
+                      " elements",
                   op);
   }
 
@@ -930,10 +930,10 @@ class DeviceBuffer {
 /* Allocation statistics counted by accel (torch.accelerator.memory_allocated,
  * max_memory_allocated, ...). Bytes unless named a count. */
 struct MemoryStats {
-  std::uint64_t allocated_bytes = 0;       /* bytes currently allocated */
-  std::uint64_t peak_allocated_bytes = 0;  /* max of allocated_bytes since start or reset */
-  std::uint64_t allocation_count = 0;      /* live allocations */
-  std::uint64_t total_allocations = 0;     /* successful allocations since start */
+  std::uint64_t allocated_bytes = 0;      /* bytes currently allocated */
+  std::uint64_t peak_allocated_bytes = 0; /* max of allocated_bytes since start or reset */
+  std::uint64_t allocation_count = 0;     /* live allocations */
+  std::uint64_t total_allocations = 0;    /* successful allocations since start */
 };
 
 /* accel_memory_stats for `device` (empty: current). Does not initialise the
@@ -972,13 +972,13 @@ inline MemoryInfo mem_get_info(std::optional<int> device = {}) {
 
 /* accel_device_properties_t with owned strings. */
 struct DeviceProperties {
-  std::string name;                                   /* "NVIDIA H200" */
-  std::string vendor;                                 /* "NVIDIA", "AMD", ... */
-  std::uint64_t total_memory = 0;                     /* bytes */
-  std::optional<std::array<std::uint8_t, 16>> uuid;   /* empty when unknown */
-  std::string pci_bus_id;                             /* "0000:65:00.0"; "" when unknown */
-  std::string architecture;                           /* "sm_90", "gfx90a", ... */
-  int compute_units = 0;                              /* 0 when unknown */
+  std::string name;                                 /* "NVIDIA H200" */
+  std::string vendor;                               /* "NVIDIA", "AMD", ... */
+  std::uint64_t total_memory = 0;                   /* bytes */
+  std::optional<std::array<std::uint8_t, 16>> uuid; /* empty when unknown */
+  std::string pci_bus_id;                           /* "0000:65:00.0"; "" when unknown */
+  std::string architecture;                         /* "sm_90", "gfx90a", ... */
+  int compute_units = 0;                            /* 0 when unknown */
   int device_index = -1;
 };
 
@@ -1021,7 +1021,7 @@ struct BackendInfo {
   unsigned abi_minor = 0;
   int priority = 0;
   int device_count = 0;
-  std::uint32_t capabilities = 0;  /* ACCEL_CAP_* */
+  std::uint32_t capabilities = 0; /* ACCEL_CAP_* */
   bool is_current = false;
 
   /* "available", "no_devices", ... (accel_backend_status_name). */

@@ -92,10 +92,10 @@ typedef enum accel_log_level {
  * argument so the core knows which plugin speaks. */
 typedef struct accel_host_services accel_host_services_t;
 struct accel_host_services {
-  size_t struct_size;   /* sizeof(accel_host_services_t) of the core */
-  uint32_t abi_major;   /* the core's ACCEL_PLUGIN_ABI_MAJOR */
-  uint32_t abi_minor;   /* the core's ACCEL_PLUGIN_ABI_MINOR */
-  void* host_data;      /* the core's; plugins must not touch it */
+  size_t struct_size; /* sizeof(accel_host_services_t) of the core */
+  uint32_t abi_major; /* the core's ACCEL_PLUGIN_ABI_MAJOR */
+  uint32_t abi_minor; /* the core's ACCEL_PLUGIN_ABI_MINOR */
+  void* host_data;    /* the core's; plugins must not touch it */
   /* Logs `message` (NUL-terminated, no trailing newline needed) at `level`
    * through the core's spdlog logger "accel", tagged with the backend name. */
   void (*log)(const accel_host_services_t* host, accel_log_level_t level, const char* message);
@@ -105,8 +105,7 @@ struct accel_host_services {
    * about to return (`status`); name the vendor call and its code/text.
    * Also used with ACCEL_SUCCESS by init/device_count to explain a count of 0
    * (the core shows that text as the backend's reason). */
-  void (*set_error)(const accel_host_services_t* host, accel_status_t status,
-                    const char* message);
+  void (*set_error)(const accel_host_services_t* host, accel_status_t status, const char* message);
   /* secure_getenv: NULL in setuid/setgid processes. Plugins read their
    * configuration variables through it. */
   const char* (*get_env)(const accel_host_services_t* host, const char* name);
@@ -138,12 +137,12 @@ typedef void* accel_plugin_event_t;
 /* The vtable. Statuses listed per member are those the core expects; any
  * other failure is passed through to the caller as it is. */
 typedef struct accel_plugin_api {
-  size_t struct_size;   /* REQUIRED: sizeof(accel_plugin_api_t) the plugin was built with */
-  uint32_t abi_major;   /* ACCEL_PLUGIN_ABI_MAJOR the plugin was built with */
-  uint32_t abi_minor;   /* ACCEL_PLUGIN_ABI_MINOR the plugin was built with */
-  const char* name;     /* REQUIRED: backend name, [a-z0-9_]+, unique; static storage */
-  int32_t priority;     /* choice order: cuda 400, hip 300, level_zero 200, opencl 100;
-                           third parties below 100 */
+  size_t struct_size;    /* REQUIRED: sizeof(accel_plugin_api_t) the plugin was built with */
+  uint32_t abi_major;    /* ACCEL_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;    /* ACCEL_PLUGIN_ABI_MINOR the plugin was built with */
+  const char* name;      /* REQUIRED: backend name, [a-z0-9_]+, unique; static storage */
+  int32_t priority;      /* choice order: cuda 400, hip 300, level_zero 200, opencl 100;
+                            third parties below 100 */
   uint32_t capabilities; /* ACCEL_PLUGIN_CAP_*; read again after device_count, so a
                             plugin may set bits that depend on the devices it found
                             (all but NATIVE_CURRENT_DEVICE, which is final at entry) */
@@ -246,10 +245,9 @@ typedef struct accel_plugin_api {
   accel_status_t (*mem_free)(int32_t device, void* ptr);
   /* bytes > 0; the core has checked pointers it knows against its
    * allocation table; plugins should still validate what they can. */
-  accel_status_t (*memcpy_async)(void* dst, const void* src, size_t bytes,
-                                 accel_memcpy_kind_t kind, accel_plugin_stream_t stream);
-  accel_status_t (*memset_async)(void* dst, int value, size_t bytes,
+  accel_status_t (*memcpy_async)(void* dst, const void* src, size_t bytes, accel_memcpy_kind_t kind,
                                  accel_plugin_stream_t stream);
+  accel_status_t (*memset_async)(void* dst, int value, size_t bytes, accel_plugin_stream_t stream);
   accel_status_t (*mem_get_info)(int32_t device, size_t* free_bytes, size_t* total_bytes);
 
   /* --- ABI 1.1 ------------------------------------------------------------ */
@@ -291,8 +289,7 @@ typedef struct accel_plugin_api {
 /* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):
  * the smallest struct_size the core accepts. Members after it are optional
  * and read only when the plugin's struct_size covers them. */
-#define ACCEL_PLUGIN_API_V1_SIZE \
-  (offsetof(accel_plugin_api_t, mem_get_info) + sizeof(void*))
+#define ACCEL_PLUGIN_API_V1_SIZE (offsetof(accel_plugin_api_t, mem_get_info) + sizeof(void*))
 
 /* The entry point. Called once per process by the core, under its discovery
  * lock, with the core's ABI version. Return NULL to decline (e.g. the core's

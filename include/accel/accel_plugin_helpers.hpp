@@ -76,7 +76,8 @@ ACCEL_PLUGIN_PRINTF(1, 0) inline std::string vformat(const char* fmt, va_list ap
   const int n = std::vsnprintf(small, sizeof small, fmt, copy);
   va_end(copy);
   if (n < 0) return std::string(fmt);  // a broken format: show it rather than nothing
-  if (static_cast<std::size_t>(n) < sizeof small) return std::string(small, static_cast<std::size_t>(n));
+  if (static_cast<std::size_t>(n) < sizeof small)
+    return std::string(small, static_cast<std::size_t>(n));
   std::string out(static_cast<std::size_t>(n) + 1, '\0');
   std::vsnprintf(&out[0], out.size(), fmt, ap);
   out.resize(static_cast<std::size_t>(n));
@@ -150,7 +151,8 @@ class Host {
     vlog(level, fmt, ap);
     va_end(ap);
   }
-  ACCEL_PLUGIN_PRINTF(3, 0) void vlog(accel_log_level_t level, const char* fmt, va_list ap) const noexcept {
+  ACCEL_PLUGIN_PRINTF(3, 0)
+  void vlog(accel_log_level_t level, const char* fmt, va_list ap) const noexcept {
     if (!log_enabled(level)) return;
     try {
       log(level, detail::vformat(fmt, ap));
@@ -171,7 +173,8 @@ class Host {
     return status;
   }
   // set_error() with a printf-style message; the same status is returned.
-  ACCEL_PLUGIN_PRINTF(3, 4) accel_status_t fail(accel_status_t status, const char* fmt, ...) const noexcept {
+  ACCEL_PLUGIN_PRINTF(3, 4)
+  accel_status_t fail(accel_status_t status, const char* fmt, ...) const noexcept {
     va_list ap;
     va_start(ap, fmt);
     const accel_status_t st = vfail(status, fmt, ap);
@@ -181,7 +184,8 @@ class Host {
   accel_status_t fail(accel_status_t status, const std::string& message) const noexcept {
     return set_error(status, message);
   }
-  ACCEL_PLUGIN_PRINTF(3, 0) accel_status_t vfail(accel_status_t status, const char* fmt, va_list ap) const noexcept {
+  ACCEL_PLUGIN_PRINTF(3, 0)
+  accel_status_t vfail(accel_status_t status, const char* fmt, va_list ap) const noexcept {
     try {
       return set_error(status, detail::vformat(fmt, ap));
     } catch (...) {
@@ -245,7 +249,8 @@ ACCEL_PLUGIN_PRINTF(2, 3) inline void log(accel_log_level_t level, const char* f
 inline bool log_enabled(accel_log_level_t level) noexcept { return host().log_enabled(level); }
 
 // host().fail(...): records the detail, returns `status`. See Host::fail.
-ACCEL_PLUGIN_PRINTF(2, 3) inline accel_status_t fail(accel_status_t status, const char* fmt, ...) noexcept {
+ACCEL_PLUGIN_PRINTF(2, 3)
+inline accel_status_t fail(accel_status_t status, const char* fmt, ...) noexcept {
   va_list ap;
   va_start(ap, fmt);
   const accel_status_t st = host().vfail(status, fmt, ap);
@@ -284,8 +289,7 @@ accel_status_t guarded(const char* op, Body&& body) noexcept {
   } catch (const std::exception& e) {
     return host().fail(ACCEL_ERROR_INTERNAL, "%s: unexpected exception: %s", op, e.what());
   } catch (...) {
-    return host().fail(ACCEL_ERROR_INTERNAL, "%s: unexpected exception of a non-standard type",
-                       op);
+    return host().fail(ACCEL_ERROR_INTERNAL, "%s: unexpected exception of a non-standard type", op);
   }
 }
 
@@ -313,11 +317,31 @@ accel_status_t vendor_fail(accel_status_t status, const char* call, const char* 
   static_assert(std::is_integral<Code>::value || std::is_enum<Code>::value,
                 "vendor_fail: the vendor code must be an integer or an enum");
   try {
-    return host().set_error(status,
-                            vendor_failure_message(call, code_name, static_cast<long long>(code), text));
+    return host().set_error(
+        status, vendor_failure_message(call, code_name, static_cast<long long>(code), text));
   } catch (...) {
     return host().set_error(status, "(out of memory while formatting a vendor failure)");
   }
+}
+
+// One row of a table of a vendor's result codes: what vendor_fail() shows
+// where the vendor library cannot name or describe its own codes (a stub,
+// a failed load, an API without an error-string call such as OpenCL):
+//   constexpr accel::plugin::VendorCode kCodes[] = {
+//       {CL_INVALID_VALUE, "CL_INVALID_VALUE", "an argument is not valid"}, ...};
+struct VendorCode {
+  long long code;
+  const char* name;
+  const char* text;
+};
+
+// The row of `code` in `table`, or NULL. A linear search: meant for error
+// paths. Thread-safe, noexcept.
+template <std::size_t N>
+const VendorCode* find_vendor_code(const VendorCode (&table)[N], long long code) noexcept {
+  for (const VendorCode& row : table)
+    if (row.code == code) return &row;
+  return nullptr;
 }
 
 // One symbol VendorLibrary::resolve looks up, and where it stores it. Make
@@ -326,9 +350,9 @@ accel_status_t vendor_fail(accel_status_t status, const char* call, const char* 
 //   const accel::plugin::Symbol kSymbols[] = {accel::plugin::symbol("cuInit", &cuInit)};
 struct Symbol {
   const char* name;
-  void* slot;                          // the function pointer to fill
+  void* slot;  // the function pointer to fill
   void (*store)(void* slot, void* address);
-  bool required;                       // false: left NULL when absent
+  bool required;  // false: left NULL when absent
 };
 
 template <typename Fn>
@@ -396,10 +420,9 @@ class VendorLibrary {
           override_var != nullptr
               ? "; install it, or set " + std::string(override_var) + " to the library's full path"
               : "";
-      return host().fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
-                         "cannot load %s: tried %s (last dlopen error: %s)%s", what,
-                         tried.empty() ? "nothing" : tried.c_str(), last_error_.c_str(),
-                         hint.c_str());
+      return host().fail(
+          ACCEL_ERROR_BACKEND_UNAVAILABLE, "cannot load %s: tried %s (last dlopen error: %s)%s",
+          what, tried.empty() ? "nothing" : tried.c_str(), last_error_.c_str(), hint.c_str());
     } catch (const std::bad_alloc&) {
       return host().fail(ACCEL_ERROR_OUT_OF_MEMORY, "loading %s: out of host memory", what);
     }
@@ -470,11 +493,10 @@ inline const accel_plugin_api_t* enter(uint32_t abi_major, uint32_t abi_minor,
   if (table == nullptr) return nullptr;  // the core always passes one; nobody to report to
   host().attach(table);
   if (abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
-    host().log(ACCEL_LOG_WARN,
-               "%s plugin speaks backend ABI %u.%u; the core speaks %u.%u: declining",
-               api.name != nullptr ? api.name : "this", ACCEL_PLUGIN_ABI_MAJOR,
-               ACCEL_PLUGIN_ABI_MINOR, static_cast<unsigned>(abi_major),
-               static_cast<unsigned>(abi_minor));
+    host().log(
+        ACCEL_LOG_WARN, "%s plugin speaks backend ABI %u.%u; the core speaks %u.%u: declining",
+        api.name != nullptr ? api.name : "this", ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
+        static_cast<unsigned>(abi_major), static_cast<unsigned>(abi_minor));
     return nullptr;
   }
   // An older or newer minor is fine: the core reads no member past our
@@ -497,15 +519,15 @@ inline const accel_plugin_api_t* enter(uint32_t abi_major, uint32_t abi_minor,
 // otherwise it returns &api. Called by the core once, under its discovery
 // lock. Host's constexpr constructor makes the static below constant-
 // initialised: no guard variable, no destructor at exit.
-#define ACCEL_PLUGIN_DEFINE_ENTRY(api)                                                       \
-  accel::plugin::Host& accel::plugin::host() noexcept {                                      \
-    static accel::plugin::Host instance;                                                     \
-    return instance;                                                                         \
-  }                                                                                          \
-  extern "C" ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(               \
-      uint32_t abi_major, uint32_t abi_minor, const accel_host_services_t* host_table) {     \
-    return accel::plugin::detail::enter(abi_major, abi_minor, host_table, (api));            \
-  }                                                                                          \
+#define ACCEL_PLUGIN_DEFINE_ENTRY(api)                                                   \
+  accel::plugin::Host& accel::plugin::host() noexcept {                                  \
+    static accel::plugin::Host instance;                                                 \
+    return instance;                                                                     \
+  }                                                                                      \
+  extern "C" ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(           \
+      uint32_t abi_major, uint32_t abi_minor, const accel_host_services_t* host_table) { \
+    return accel::plugin::detail::enter(abi_major, abi_minor, host_table, (api));        \
+  }                                                                                      \
   static_assert(true, "ACCEL_PLUGIN_DEFINE_ENTRY is used with a trailing semicolon")
 
 #endif  // ACCEL_ACCEL_PLUGIN_HELPERS_HPP

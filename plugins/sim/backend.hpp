@@ -111,9 +111,9 @@ inline Stream* as_stream(accel_plugin_stream_t h) { return static_cast<Stream*>(
 // same event on different streams complete out of order: a wait enqueued
 // against record k waits for record k, not for "some record >= k".
 struct Record {
-  bool done = false;                               // guarded by EventState::mu
-  std::chrono::steady_clock::time_point when{};    // valid once done
-  std::thread::id worker;                          // worker thread of the recording stream
+  bool done = false;                             // guarded by EventState::mu
+  std::chrono::steady_clock::time_point when{};  // valid once done
+  std::thread::id worker;                        // worker thread of the recording stream
 };
 
 struct EventState {
@@ -121,8 +121,8 @@ struct EventState {
   const int32_t device;
   const uint32_t flags;
   std::mutex mu;
-  std::condition_variable cv;       // notified when any record completes
-  std::shared_ptr<Record> latest;   // null: never recorded
+  std::condition_variable cv;      // notified when any record completes
+  std::shared_ptr<Record> latest;  // null: never recorded
 };
 
 // The handle given to the core. Tasks hold the shared state, so destroying
@@ -179,11 +179,13 @@ accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 // count.cpp: init, device_count. devices.cpp: lazy_init, get_device_properties,
 // runtime_version (the simulator is its own runtime). No get/set_current_device:
 // the simulator has no native current device.
-accel_status_t op_init();
-accel_status_t op_device_count(int32_t* count);
-accel_status_t op_lazy_init();
-accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props);
-accel_status_t op_runtime_version(char* buf, size_t size);
+ACCEL_BACKEND_DECLARE_OP(init)
+ACCEL_BACKEND_DECLARE_OP(device_count)
+ACCEL_BACKEND_DECLARE_OP(lazy_init)
+ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+// No native current device: the core keeps the per-thread index.
+ACCEL_BACKEND_NO_OP(get_current_device)
+ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::sim

@@ -65,10 +65,10 @@ accel_status_t op_lazy_init() {
     // The simulator has nothing heavy to do: worker threads start with the
     // streams that need them, so unused devices cost nothing.
     State& st = state();
-    accel::plugin::log(ACCEL_LOG_DEBUG, "simulating %d device(s), %llu bytes each",
-                       static_cast<int>(st.device_count),
-                       static_cast<unsigned long long>(
-                           st.devices.empty() ? 0 : st.devices[0]->total_memory));
+    accel::plugin::log(
+        ACCEL_LOG_DEBUG, "simulating %d device(s), %llu bytes each",
+        static_cast<int>(st.device_count),
+        static_cast<unsigned long long>(st.devices.empty() ? 0 : st.devices[0]->total_memory));
     return ACCEL_SUCCESS;
   });
 }

@@ -70,14 +70,17 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
     // its previous record instead of one that would never complete. The
     // event lock is not held across enqueue, which may block on a full queue
     // whose worker needs that lock to complete an earlier record.
-    accel_status_t st = submit(s, "event_record", [ev, rec] {
-      {
-        std::lock_guard<std::mutex> lock(ev->mu);
-        rec->when = std::chrono::steady_clock::now();
-        rec->done = true;
-      }
-      ev->cv.notify_all();
-    }, /*marker=*/true);
+    accel_status_t st = submit(
+        s, "event_record",
+        [ev, rec] {
+          {
+            std::lock_guard<std::mutex> lock(ev->mu);
+            rec->when = std::chrono::steady_clock::now();
+            rec->done = true;
+          }
+          ev->cv.notify_all();
+        },
+        /*marker=*/true);
     if (st != ACCEL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->latest = std::move(rec);

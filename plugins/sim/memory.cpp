@@ -59,8 +59,8 @@ accel_status_t check_device_range(const char* op, const char* what, const void* 
                 op, what, ptr, static_cast<int>(device));
   if (o.device != device)
     return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                "%s: %s %p is memory of sim device %d but the stream is on sim device %d", op,
-                what, ptr, static_cast<int>(o.device), static_cast<int>(device));
+                "%s: %s %p is memory of sim device %d but the stream is on sim device %d", op, what,
+                ptr, static_cast<int>(o.device), static_cast<int>(device));
   const size_t offset = reinterpret_cast<uintptr_t>(ptr) - o.base;
   if (bytes > o.size - offset)
     return fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -108,7 +108,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
                     static_cast<unsigned long long>(dev->total_memory));
       dev->allocated += bytes;
     }
-    void* p = ::operator new(bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
+    void* p = ::operator new (bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
     bool recorded = false;
     if (p != nullptr) {
       try {
@@ -119,7 +119,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
       }
     }
     if (!recorded) {
-      if (p != nullptr) ::operator delete(p, std::align_val_t{kAllocAlignment});
+      if (p != nullptr) ::operator delete (p, std::align_val_t{kAllocAlignment});
       std::lock_guard<std::mutex> lock(dev->mem_mu);
       dev->allocated -= bytes;
       return fail(ACCEL_ERROR_OUT_OF_MEMORY,
@@ -149,7 +149,7 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
     if (found) {
       // Once out of the table no new copy can validate against it, so the
       // memory can go back to the host outside the lock.
-      ::operator delete(ptr, std::align_val_t{kAllocAlignment});
+      ::operator delete (ptr, std::align_val_t{kAllocAlignment});
       return ACCEL_SUCCESS;
     }
     // Not a base of this device: say precisely what it is instead.
@@ -174,7 +174,8 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
 accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_memcpy_kind_t kind,
                                accel_plugin_stream_t stream) {
   return guarded("memcpy_async", [&] {
-    if (stream == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memcpy_async: stream is NULL");
+    if (stream == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memcpy_async: stream is NULL");
     Stream* s = as_stream(stream);
     const int32_t dev = s->device();
     // Read the enum's bits as an int: in C++ an enum object holding a value
@@ -211,7 +212,8 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
 
 accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_stream_t stream) {
   return guarded("memset_async", [&] {
-    if (stream == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memset_async: stream is NULL");
+    if (stream == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memset_async: stream is NULL");
     Stream* s = as_stream(stream);
     const accel_status_t st = check_device_range("memset_async", "dst", dst, bytes, s->device());
     if (st != ACCEL_SUCCESS) return st;
@@ -226,7 +228,8 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
     Device* dev;
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(dev->mem_mu);
-    if (free_bytes != nullptr) *free_bytes = static_cast<size_t>(dev->total_memory - dev->allocated);
+    if (free_bytes != nullptr)
+      *free_bytes = static_cast<size_t>(dev->total_memory - dev->allocated);
     if (total_bytes != nullptr) *total_bytes = static_cast<size_t>(dev->total_memory);
     return ACCEL_SUCCESS;
   });

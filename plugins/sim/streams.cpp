@@ -109,7 +109,8 @@ accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* stream) 
 
 accel_status_t op_stream_query(accel_plugin_stream_t stream) {
   return guarded("stream_query", [&] {
-    if (stream == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_query: stream is NULL");
+    if (stream == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_query: stream is NULL");
     return as_stream(stream)->idle() ? ACCEL_SUCCESS : ACCEL_ERROR_NOT_READY;
   });
 }

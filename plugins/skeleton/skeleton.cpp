@@ -30,7 +30,9 @@ constexpr uint64_t kDeviceMemory = 1ull << 30;  // what each device claims to ho
 constexpr std::size_t kAlign = 256;  // cuMemAlloc's, so code tested here relies on no less
 
 // A real backend keeps its vendor handles in these (CUstream, CUevent, ...).
-struct Stream { int32_t device; };
+struct Stream {
+  int32_t device;
+};
 struct Event {
   int32_t device;
   uint32_t flags;
@@ -147,9 +149,8 @@ accel_status_t skeleton_event_elapsed_time(accel_plugin_event_t start, accel_plu
 // this one, before asking the host for an absurd size. No accounting, hence
 // no mem_get_info (the core keeps accel_memory_stats itself).
 accel_status_t skeleton_mem_alloc(int32_t device, std::size_t bytes, void** ptr) noexcept {
-  void* p = bytes <= kDeviceMemory
-                ? ::operator new(bytes, std::align_val_t{kAlign}, std::nothrow)
-                : nullptr;
+  void* p = bytes <= kDeviceMemory ? ::operator new (bytes, std::align_val_t{kAlign}, std::nothrow)
+                                   : nullptr;
   if (p == nullptr)
     return fail(ACCEL_ERROR_OUT_OF_MEMORY, "mem_alloc: no %zu bytes free on device %d", bytes,
                 int(device));
@@ -159,7 +160,7 @@ accel_status_t skeleton_mem_alloc(int32_t device, std::size_t bytes, void** ptr)
 
 // The core passes only live allocations of `device` made by mem_alloc.
 accel_status_t skeleton_mem_free(int32_t, void* ptr) noexcept {
-  ::operator delete(ptr, std::align_val_t{kAlign});
+  ::operator delete (ptr, std::align_val_t{kAlign});
   return ACCEL_SUCCESS;
 }
 

@@ -106,10 +106,10 @@ static accel_status_t fork_from(const char* callback) {
 }
 
 /* Every call of `calls` must be refused. */
-#define REENTRY_CHECK(callback, call)                                          \
-  do {                                                                         \
-    accel_status_t verdict_ = reentry_verdict(callback, call);                 \
-    if (verdict_ != ACCEL_SUCCESS) return verdict_;                            \
+#define REENTRY_CHECK(callback, call)                          \
+  do {                                                         \
+    accel_status_t verdict_ = reentry_verdict(callback, call); \
+    if (verdict_ != ACCEL_SUCCESS) return verdict_;            \
   } while (0)
 #endif
 
@@ -118,11 +118,13 @@ static accel_status_t tiny_init(void) {
   tiny_error(ACCEL_ERROR_INTERNAL, "deliberate init failure");
   return ACCEL_ERROR_INTERNAL;
 #elif defined(BAD_INIT_UNAVAILABLE)
-  tiny_error(ACCEL_ERROR_BACKEND_UNAVAILABLE, PLUGIN_NAME ": deliberately unavailable (no vendor library)");
+  tiny_error(ACCEL_ERROR_BACKEND_UNAVAILABLE,
+             PLUGIN_NAME ": deliberately unavailable (no vendor library)");
   return ACCEL_ERROR_BACKEND_UNAVAILABLE;
 #else
   const char* env = NULL;
-  if (g_host != NULL && g_host->get_env != NULL) env = g_host->get_env(g_host, "ACCEL_TINY_DEVICES");
+  if (g_host != NULL && g_host->get_env != NULL)
+    env = g_host->get_env(g_host, "ACCEL_TINY_DEVICES");
   g_devices = 0;
   if (env != NULL) {
     long n = strtol(env, NULL, 10);
@@ -171,9 +173,11 @@ static accel_status_t tiny_get_device_properties(int32_t device, accel_device_pr
     memcpy(props->name, name, sizeof name);
   if (props->struct_size >= offsetof(accel_device_properties_t, vendor) + sizeof props->vendor)
     memcpy(props->vendor, vendor, sizeof vendor);
-  if (props->struct_size >= offsetof(accel_device_properties_t, total_memory) + sizeof props->total_memory)
+  if (props->struct_size >=
+      offsetof(accel_device_properties_t, total_memory) + sizeof props->total_memory)
     props->total_memory = 1u << 20;
-  if (props->struct_size >= offsetof(accel_device_properties_t, device_index) + sizeof props->device_index)
+  if (props->struct_size >=
+      offsetof(accel_device_properties_t, device_index) + sizeof props->device_index)
     props->device_index = device;
   return ACCEL_SUCCESS;
 }
@@ -279,9 +283,18 @@ static const accel_plugin_api_t g_api = {
     tiny_stream_synchronize,
     NULL, /* stream_wait_event */
     NULL, /* launch_host_func */
-    NULL, NULL, NULL, NULL, NULL, NULL, /* events */
-    NULL, NULL, NULL, NULL, NULL,       /* memory */
-    NULL,                               /* runtime_version (ABI 1.1) */
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL, /* events */
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL, /* memory */
+    NULL, /* runtime_version (ABI 1.1) */
 };
 
 ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(uint32_t abi_major,

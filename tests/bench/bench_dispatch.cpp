@@ -49,12 +49,17 @@ int log_off(const accel_host_services_t*, accel_log_level_t) { return 0; }
 void ignore_error(const accel_host_services_t*, accel_status_t, const char*) {}
 const char* plain_getenv(const accel_host_services_t*, const char* n) { return std::getenv(n); }
 
-accel_host_services_t g_host{sizeof(accel_host_services_t), ACCEL_PLUGIN_ABI_MAJOR,
-                             ACCEL_PLUGIN_ABI_MINOR, nullptr, quiet_log, log_off, ignore_error,
+accel_host_services_t g_host{sizeof(accel_host_services_t),
+                             ACCEL_PLUGIN_ABI_MAJOR,
+                             ACCEL_PLUGIN_ABI_MINOR,
+                             nullptr,
+                             quiet_log,
+                             log_off,
+                             ignore_error,
                              plain_getenv};
 
 const accel_plugin_api_t* direct_sim() {
-  static const accel_plugin_api_t* api = [] () -> const accel_plugin_api_t* {
+  static const accel_plugin_api_t* api = []() -> const accel_plugin_api_t* {
     const char* src = std::getenv("ACCEL_BENCH_SIM_PLUGIN");
     if (src == nullptr) return nullptr;
     // dlopen of the same path would return the core's instance: copy it.
@@ -65,10 +70,12 @@ const accel_plugin_api_t* direct_sim() {
     std::filesystem::remove(copy);
     if (h == nullptr) return nullptr;
     auto entry = reinterpret_cast<accel_plugin_entry_fn>(dlsym(h, ACCEL_PLUGIN_ENTRY_NAME));
-    const accel_plugin_api_t* a = entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
+    const accel_plugin_api_t* a =
+        entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
     int32_t n = 0;
-    if (a == nullptr || (a->init && a->init() != ACCEL_SUCCESS) || a->device_count(&n) != ACCEL_SUCCESS ||
-        n < 1 || (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
+    if (a == nullptr || (a->init && a->init() != ACCEL_SUCCESS) ||
+        a->device_count(&n) != ACCEL_SUCCESS || n < 1 ||
+        (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
       return nullptr;
     return a;
   }();

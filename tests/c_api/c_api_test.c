@@ -19,15 +19,15 @@ typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_REENTRANT + 1
 static int g_passed;
 static int g_failed;
 
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (cond) {                                                                  \
-      ++g_passed;                                                                \
-    } else {                                                                     \
-      ++g_failed;                                                                \
-      printf("FAILED %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond,   \
-             accel_last_error());                                                \
-    }                                                                            \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      ++g_passed;                                                              \
+    } else {                                                                   \
+      ++g_failed;                                                              \
+      printf("FAILED %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+             accel_last_error());                                              \
+    }                                                                          \
   } while (0)
 
 static void set_flag(void* p) { *(volatile int*)p = 1; }
@@ -53,8 +53,7 @@ int main(void) {
   size_t sim_index = 0;
 
   CHECK(accel_is_available() == 1);
-  CHECK(accel_current_accelerator() != NULL &&
-        strcmp(accel_current_accelerator(), "sim") == 0);
+  CHECK(accel_current_accelerator() != NULL && strcmp(accel_current_accelerator(), "sim") == 0);
   CHECK(accel_device_count() == 2);
   CHECK(strlen(accel_version()) > 0);
   CHECK(strcmp(accel_status_name(ACCEL_ERROR_INVALID_DEVICE), "ACCEL_ERROR_INVALID_DEVICE") == 0);
@@ -90,9 +89,11 @@ int main(void) {
   for (i = 0; i < sizeof in; ++i) in[i] = (unsigned char)(i * 7u + 3u);
   memset(out, 0, sizeof out);
   CHECK(accel_malloc(-1, sizeof in, &dptr) == ACCEL_SUCCESS && dptr != NULL);
-  CHECK(accel_memcpy_async(dptr, in, sizeof in, ACCEL_MEMCPY_HOST_TO_DEVICE, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_memcpy_async(dptr, in, sizeof in, ACCEL_MEMCPY_HOST_TO_DEVICE, NULL) ==
+        ACCEL_SUCCESS);
   CHECK(accel_memset_async(dptr, 0x11, 8, NULL) == ACCEL_SUCCESS);
-  CHECK(accel_memcpy_async(out, dptr, sizeof out, ACCEL_MEMCPY_DEVICE_TO_HOST, NULL) == ACCEL_SUCCESS);
+  CHECK(accel_memcpy_async(out, dptr, sizeof out, ACCEL_MEMCPY_DEVICE_TO_HOST, NULL) ==
+        ACCEL_SUCCESS);
   CHECK(accel_event_record(ev, NULL) == ACCEL_SUCCESS);
   CHECK(accel_event_synchronize(ev) == ACCEL_SUCCESS);
   CHECK(accel_event_query(ev) == ACCEL_SUCCESS);

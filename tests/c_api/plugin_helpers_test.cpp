@@ -97,8 +97,8 @@ void test_entry(const accel_host_services_t* table) {
   g_rec.logs.clear();
   check(ACCEL_PLUGIN_ENTRY(ACCEL_PLUGIN_ABI_MAJOR + 1, 0, table) == nullptr,
         "the entry declines another ABI major");
-  check(g_rec.logs.size() == 1 && g_rec.logs[0].find("helpertest plugin speaks backend ABI") !=
-                                      std::string::npos &&
+  check(g_rec.logs.size() == 1 &&
+            g_rec.logs[0].find("helpertest plugin speaks backend ABI") != std::string::npos &&
             g_rec.logs[0].find("declining") != std::string::npos &&
             g_rec.logs[0].rfind("3 ", 0) == 0,
         "declining logs a warning naming the plugin and both versions");
@@ -111,9 +111,9 @@ void test_entry(const accel_host_services_t* table) {
 
 void test_host_full() {
   g_rec = Recorded();
-  check(ap::fail(ACCEL_ERROR_INVALID_DEVICE, "device %d of %s", 7, "x") ==
-            ACCEL_ERROR_INVALID_DEVICE,
-        "fail() returns its status");
+  check(
+      ap::fail(ACCEL_ERROR_INVALID_DEVICE, "device %d of %s", 7, "x") == ACCEL_ERROR_INVALID_DEVICE,
+      "fail() returns its status");
   check(g_rec.error_status == ACCEL_ERROR_INVALID_DEVICE && g_rec.error == "device 7 of x",
         "fail() formats printf-style into set_error");
   check(ap::set_error(ACCEL_ERROR_NOT_READY, std::string("plain")) == ACCEL_ERROR_NOT_READY &&
@@ -188,8 +188,7 @@ void test_guarded() {
                 ACCEL_ERROR_OUT_OF_MEMORY &&
             g_rec.error == "stream_create: out of host memory",
         "std::bad_alloc becomes ACCEL_ERROR_OUT_OF_MEMORY");
-  check(ap::guarded("event_record",
-                    []() -> accel_status_t { throw std::runtime_error("boom"); }) ==
+  check(ap::guarded("event_record", []() -> accel_status_t { throw std::runtime_error("boom"); }) ==
                 ACCEL_ERROR_INTERNAL &&
             g_rec.error == "event_record: unexpected exception: boom",
         "another std::exception becomes ACCEL_ERROR_INTERNAL with what()");
@@ -233,8 +232,8 @@ void test_vendor_library() {
                                "named by HELPER_LIB: ") == 0,
           "an absolute override that does not load is UNAVAILABLE with dlerror");
     g_rec.env.clear();
-    check(lib.open("the test library", {"libaccel-none-1.so", "libaccel-none-2.so"}, "HELPER_LIB") ==
-                  ACCEL_ERROR_BACKEND_UNAVAILABLE &&
+    check(lib.open("the test library", {"libaccel-none-1.so", "libaccel-none-2.so"},
+                   "HELPER_LIB") == ACCEL_ERROR_BACKEND_UNAVAILABLE &&
               g_rec.error.find("cannot load the test library: tried libaccel-none-1.so, "
                                "libaccel-none-2.so (last dlopen error: ") == 0 &&
               g_rec.error.find("set HELPER_LIB") != std::string::npos,
@@ -244,10 +243,10 @@ void test_vendor_library() {
   }
   {
     ap::VendorLibrary lib;
-    check(lib.open("the math library", {"libaccel-none.so", "libm.so.6"}, nullptr) ==
-                  ACCEL_SUCCESS &&
-              lib.handle() != nullptr && std::strcmp(lib.path(), "libm.so.6") == 0,
-          "the first name that loads is used");
+    check(
+        lib.open("the math library", {"libaccel-none.so", "libm.so.6"}, nullptr) == ACCEL_SUCCESS &&
+            lib.handle() != nullptr && std::strcmp(lib.path(), "libm.so.6") == 0,
+        "the first name that loads is used");
     CosFn cos_fn = nullptr;
     VoidFn optional_fn = reinterpret_cast<VoidFn>(&test_vendor_library);
     const ap::Symbol symbols[] = {ap::symbol("cos", &cos_fn),

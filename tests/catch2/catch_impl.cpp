@@ -17,8 +17,7 @@ int run(int argc, char** argv, const std::vector<Option>& options,
         const std::function<int(Parsed&)>& setup) {
   Catch::Session session;
   auto cli = session.cli();
-  for (const Option& o : options)
-    cli = cli | Catch::clara::Opt(*o.value, o.hint)[o.flag](o.help);
+  for (const Option& o : options) cli = cli | Catch::clara::Opt(*o.value, o.hint)[o.flag](o.help);
   session.cli(cli);
   int rc = session.applyCommandLine(argc, argv);
   if (rc != 0) return rc;

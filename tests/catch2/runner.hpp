@@ -21,8 +21,8 @@ struct Option {
 
 // What setup() sees once the command line is parsed.
 struct Parsed {
-  bool listing = false;                  // --list-tests and friends: nothing will run
-  std::vector<std::string>* filters;     // test names/tags given; setup may add defaults
+  bool listing = false;               // --list-tests and friends: nothing will run
+  std::vector<std::string>* filters;  // test names/tags given; setup may add defaults
 };
 
 // Parses argv with Catch2's options plus `options`, calls `setup` (not for

@@ -37,21 +37,21 @@ namespace conf {
 // optional member.
 struct Group {
   explicit Group(const char* group_name) : name(group_name) {}
-  const char* name;       // "events", for messages
+  const char* name;  // "events", for messages
   bool present = true;
-  std::string why;        // when absent: the call and its accel_last_error()
+  std::string why;  // when absent: the call and its accel_last_error()
 };
 
 // Filled by main() before any test runs.
 struct Globals {
-  std::string backend;                       // current accelerator name
+  std::string backend;  // current accelerator name
   int32_t device_count = 0;
-  uint32_t capabilities = 0;                 // ACCEL_CAP_* of the current backend
+  uint32_t capabilities = 0;                    // ACCEL_CAP_* of the current backend
   std::vector<accel_stream_t> default_streams;  // main thread's start streams
-  Group events{"events"};                    // event_create ... event_elapsed_time
-  Group memory{"device memory"};             // mem_alloc, mem_free, memcpy/memset_async
-  Group mem_info{"memory info"};             // mem_get_info
-  Group wait_event{"stream_wait_event"};     // needs events as well
+  Group events{"events"};                       // event_create ... event_elapsed_time
+  Group memory{"device memory"};                // mem_alloc, mem_free, memcpy/memset_async
+  Group mem_info{"memory info"};                // mem_get_info
+  Group wait_event{"stream_wait_event"};        // needs events as well
 };
 Globals& globals();
 
@@ -239,49 +239,47 @@ class ThreadStateGuard {
 
 // REQUIRE that `expr` returns ACCEL_SUCCESS; on failure show the status name
 // and accel_last_error().
-#define ACCEL_REQUIRE_OK(expr)                                                \
-  do {                                                                        \
-    accel_status_t accel_st_ = (expr);                                        \
-    INFO(#expr << " -> " << ::conf::describe(accel_st_));                     \
-    REQUIRE(accel_st_ == ACCEL_SUCCESS);                                      \
+#define ACCEL_REQUIRE_OK(expr)                            \
+  do {                                                    \
+    accel_status_t accel_st_ = (expr);                    \
+    INFO(#expr << " -> " << ::conf::describe(accel_st_)); \
+    REQUIRE(accel_st_ == ACCEL_SUCCESS);                  \
   } while (0)
 
-#define ACCEL_CHECK_OK(expr)                                                  \
-  do {                                                                        \
-    accel_status_t accel_st_ = (expr);                                        \
-    INFO(#expr << " -> " << ::conf::describe(accel_st_));                     \
-    CHECK(accel_st_ == ACCEL_SUCCESS);                                        \
+#define ACCEL_CHECK_OK(expr)                              \
+  do {                                                    \
+    accel_status_t accel_st_ = (expr);                    \
+    INFO(#expr << " -> " << ::conf::describe(accel_st_)); \
+    CHECK(accel_st_ == ACCEL_SUCCESS);                    \
   } while (0)
 
 // CHECK that `expr`, run on the calling thread, returns `expected`; for an
 // error also that accel_last_error() is non-empty afterwards.
-#define ACCEL_CHECK_STATUS(expr, expected)                                    \
-  do {                                                                        \
-    accel_status_t accel_st_ = (expr);                                        \
-    std::string accel_msg_ = accel_last_error();                              \
-    INFO(#expr << " -> " << accel_status_name(accel_st_) << " (expected "     \
-               << accel_status_name(expected) << "), last error: \""          \
-               << accel_msg_ << "\"");                                        \
-    CHECK(accel_st_ == (expected));                                           \
-    if ((expected) != ACCEL_SUCCESS && (expected) != ACCEL_ERROR_NOT_READY) { \
-      CHECK_FALSE(accel_msg_.empty());                                        \
-    }                                                                         \
+#define ACCEL_CHECK_STATUS(expr, expected)                                                   \
+  do {                                                                                       \
+    accel_status_t accel_st_ = (expr);                                                       \
+    std::string accel_msg_ = accel_last_error();                                             \
+    INFO(#expr << " -> " << accel_status_name(accel_st_) << " (expected "                    \
+               << accel_status_name(expected) << "), last error: \"" << accel_msg_ << "\""); \
+    CHECK(accel_st_ == (expected));                                                          \
+    if ((expected) != ACCEL_SUCCESS && (expected) != ACCEL_ERROR_NOT_READY) {                \
+      CHECK_FALSE(accel_msg_.empty());                                                       \
+    }                                                                                        \
   } while (0)
 
 // CHECK that `expr`, run on a brand-new thread (empty last error), returns
 // `expected` and leaves a non-empty accel_last_error(). Evaluates to the
 // message so callers can inspect it: use as a statement or with
 // ACCEL_FRESH_ERROR_MSG.
-#define ACCEL_CHECK_ERROR(expr, expected)                                     \
-  do {                                                                        \
-    ::conf::FreshResult accel_fr_ =                                           \
-        ::conf::run_in_fresh_thread([&]() -> accel_status_t { return (expr); }); \
-    INFO(#expr << " -> " << accel_status_name(accel_fr_.status)               \
-               << " (expected " << accel_status_name(expected)                \
-               << "), last error: \"" << accel_fr_.after << "\"");            \
-    CHECK(accel_fr_.status == (expected));                                    \
-    CHECK(accel_fr_.before.empty());                                          \
-    CHECK_FALSE(accel_fr_.after.empty());                                     \
+#define ACCEL_CHECK_ERROR(expr, expected)                                                         \
+  do {                                                                                            \
+    ::conf::FreshResult accel_fr_ =                                                               \
+        ::conf::run_in_fresh_thread([&]() -> accel_status_t { return (expr); });                  \
+    INFO(#expr << " -> " << accel_status_name(accel_fr_.status) << " (expected "                  \
+               << accel_status_name(expected) << "), last error: \"" << accel_fr_.after << "\""); \
+    CHECK(accel_fr_.status == (expected));                                                        \
+    CHECK(accel_fr_.before.empty());                                                              \
+    CHECK_FALSE(accel_fr_.after.empty());                                                         \
   } while (0)
 
 #endif  // ACCEL_TESTS_CONFORMANCE_HPP

@@ -298,7 +298,8 @@ TEST_CASE("declared capabilities have their operations", "[devices][backends]") 
   }
   if (has_cap(ACCEL_CAP_HOST_FUNCTIONS)) {
     Stream s(0);
-    ACCEL_CHECK_OK(launch_host_func(s, [](void*) {}, nullptr));
+    ACCEL_CHECK_OK(launch_host_func(
+        s, [](void*) {}, nullptr));
     ACCEL_CHECK_OK(stream_synchronize(s));
   }
   SUCCEED("capabilities 0x" << std::hex << globals().capabilities);

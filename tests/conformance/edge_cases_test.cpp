@@ -62,8 +62,8 @@ TEST_CASE("zero-byte copies and memsets succeed whatever the pointers", "[memory
   if (!need_group(globals().memory)) return;
   Stream s(0);
   void* bogus = reinterpret_cast<void*>(uintptr_t{0x10});
-  for (auto kind : {ACCEL_MEMCPY_HOST_TO_DEVICE, ACCEL_MEMCPY_DEVICE_TO_HOST,
-                    ACCEL_MEMCPY_DEVICE_TO_DEVICE}) {
+  for (auto kind :
+       {ACCEL_MEMCPY_HOST_TO_DEVICE, ACCEL_MEMCPY_DEVICE_TO_HOST, ACCEL_MEMCPY_DEVICE_TO_DEVICE}) {
     INFO("kind " << static_cast<int>(kind));
     accel_status_t st = accel_memcpy_async(nullptr, nullptr, 0, kind, s);
     INFO(describe(st));
@@ -109,8 +109,9 @@ TEST_CASE("a host function waiting for its own stream gets INVALID_ARGUMENT and 
     // Watchdog: a backend that lets the waits block never finishes.
     const bool finished = wait_for(w.done, std::chrono::seconds(20));
     if (!finished) {
-      FAIL("the host function did not return within 20 s: a synchronize from a host function "
-           "on its own stream blocked instead of failing with ACCEL_ERROR_INVALID_ARGUMENT");
+      FAIL(
+          "the host function did not return within 20 s: a synchronize from a host function "
+          "on its own stream blocked instead of failing with ACCEL_ERROR_INVALID_ARGUMENT");
     }
     INFO("stream_synchronize: " << accel_status_name(w.stream_sync) << ": " << w.stream_sync_msg);
     CHECK(w.stream_sync == ACCEL_ERROR_INVALID_ARGUMENT);

@@ -12,7 +12,8 @@ TEST_CASE("every status has a distinct name and message", "[errors]") {
     accel_status_t value;
     const char* name;
   };
-#define ACCEL_NAMED(x) Named{x, #x}
+#define ACCEL_NAMED(x) \
+  Named { x, #x }
   const Named all[] = {
       ACCEL_NAMED(ACCEL_SUCCESS),
       ACCEL_NAMED(ACCEL_ERROR_INVALID_ARGUMENT),
@@ -129,8 +130,8 @@ TEST_CASE("every function taking a device refuses an out-of-range index", "[erro
     };
     for (const auto& c : calls) {
       FreshResult r = run_in_fresh_thread(c.second);
-      INFO("accel_" << c.first << "(" << bad << ") -> " << accel_status_name(r.status)
-                    << ": \"" << r.after << "\"");
+      INFO("accel_" << c.first << "(" << bad << ") -> " << accel_status_name(r.status) << ": \""
+                    << r.after << "\"");
       CHECK(r.status == ACCEL_ERROR_INVALID_DEVICE);
       CHECK(r.before.empty());
       CHECK_FALSE(r.after.empty());
@@ -157,7 +158,8 @@ TEST_CASE("destroyed handles are refused with INVALID_ARGUMENT", "[errors]") {
     ACCEL_CHECK_ERROR(accel_stream_device(s, &v), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_stream_priority(s, &v), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_set_stream(s), ACCEL_ERROR_INVALID_ARGUMENT);
-    ACCEL_CHECK_ERROR(launch_host_func(s, [](void*) {}, nullptr),
+    ACCEL_CHECK_ERROR(launch_host_func(
+                          s, [](void*) {}, nullptr),
                       ACCEL_ERROR_INVALID_ARGUMENT);
     if (need_group(globals().events)) {
       Event e(0);
@@ -259,16 +261,14 @@ TEST_CASE("cross-device use is DEVICE_MISMATCH naming both devices", "[errors][m
     if (!need_group(globals().memory)) return;
     DeviceMem m1(other, 256);
     unsigned char host[256] = {0};
-    FreshResult r = run_in_fresh_thread([&] {
-      return accel_memcpy_async(m1.get(), host, 256, ACCEL_MEMCPY_HOST_TO_DEVICE, s0);
-    });
+    FreshResult r = run_in_fresh_thread(
+        [&] { return accel_memcpy_async(m1.get(), host, 256, ACCEL_MEMCPY_HOST_TO_DEVICE, s0); });
     CHECK(r.status == ACCEL_ERROR_DEVICE_MISMATCH);
     check_names_both(r.after, 0, other);
     r = run_in_fresh_thread([&] { return accel_memset_async(m1.get(), 0, 256, s0); });
     CHECK(r.status == ACCEL_ERROR_DEVICE_MISMATCH);
-    r = run_in_fresh_thread([&] {
-      return accel_memcpy_async(host, m1.get(), 256, ACCEL_MEMCPY_DEVICE_TO_HOST, s0);
-    });
+    r = run_in_fresh_thread(
+        [&] { return accel_memcpy_async(host, m1.get(), 256, ACCEL_MEMCPY_DEVICE_TO_HOST, s0); });
     CHECK(r.status == ACCEL_ERROR_DEVICE_MISMATCH);
   }
 }

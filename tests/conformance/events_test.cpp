@@ -107,7 +107,8 @@ TEST_CASE("record / query / synchronize follow the stream's work", "[events]") {
       if (accel_stream_query(s) != ACCEL_SUCCESS) ++not_ready;
     }
     INFO("stream_query after event_synchronize of its last record was not SUCCESS "
-         << not_ready << " times out of 300: a completed event record leaves its stream idle "
+         << not_ready
+         << " times out of 300: a completed event record leaves its stream idle "
             "(stream_query is SUCCESS once the stream's last record has completed)");
     CHECK(not_ready == 0);
   }

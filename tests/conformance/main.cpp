@@ -142,9 +142,9 @@ void watchdog_loop() {
       rs.cv.wait(lock);
       continue;
     }
-    auto first = std::min_element(rs.armed.begin(), rs.armed.end(), [](const auto& a, const auto& b) {
-      return a.second.until < b.second.until;
-    });
+    auto first = std::min_element(
+        rs.armed.begin(), rs.armed.end(),
+        [](const auto& a, const auto& b) { return a.second.until < b.second.until; });
     const Clock::time_point until = first->second.until;
     if (Clock::now() >= until) {
       const Armed& a = first->second;
@@ -528,8 +528,8 @@ int setup(accel_test::Parsed& parsed) {
     std::fprintf(stderr,
                  "accel-conformance: FAILED: no accelerator available%s%s%s\n"
                  "  selection reason: %s\n",
-                 backend.empty() ? "" : " (--backend ", backend.c_str(),
-                 backend.empty() ? "" : ")", accel_selection_reason());
+                 backend.empty() ? "" : " (--backend ", backend.c_str(), backend.empty() ? "" : ")",
+                 accel_selection_reason());
     // List what discovery saw: the reason a backend is missing is there.
     size_t n = accel_backend_count();
     for (size_t i = 0; i < n; ++i) {
@@ -582,9 +582,10 @@ int setup(accel_test::Parsed& parsed) {
   probe_groups(g);
   for (const conf::Group* group : {&g.events, &g.wait_event, &g.memory, &g.mem_info}) {
     if (!group->present)
-      std::printf("accel-conformance: backend '%s' has no %s (%s): the checks that need it are "
-                  "not run, each with a warning\n",
-                  g.backend.c_str(), group->name, group->why.c_str());
+      std::printf(
+          "accel-conformance: backend '%s' has no %s (%s): the checks that need it are "
+          "not run, each with a warning\n",
+          g.backend.c_str(), group->name, group->why.c_str());
   }
   std::fflush(stdout);
   return -1;
@@ -593,11 +594,11 @@ int setup(accel_test::Parsed& parsed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rc = accel_test::run(
-      argc, argv,
-      {{&g_backend, "--backend", "name",
-        "backend to test: sets ACCEL_BACKEND=name before the first accel call"}},
-      setup);
+  const int rc =
+      accel_test::run(argc, argv,
+                      {{&g_backend, "--backend", "name",
+                        "backend to test: sets ACCEL_BACKEND=name before the first accel call"}},
+                      setup);
   conf::print_not_run();
   return rc;
 }

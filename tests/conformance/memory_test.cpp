@@ -84,8 +84,7 @@ TEST_CASE("malloc and free", "[memory]") {
     ACCEL_CHECK_ERROR(accel_malloc(n, 16, &p), ACCEL_ERROR_INVALID_DEVICE);
     CHECK(p == reinterpret_cast<void*>(uintptr_t{0x1234}));
     // An absurd size must fail cleanly as out of memory, not crash.
-    FreshResult r = run_in_fresh_thread(
-        [&] { return accel_malloc(0, SIZE_MAX / 2, &p); });
+    FreshResult r = run_in_fresh_thread([&] { return accel_malloc(0, SIZE_MAX / 2, &p); });
     INFO("malloc(SIZE_MAX/2) -> " << accel_status_name(r.status) << ": " << r.after);
     CHECK(r.status == ACCEL_ERROR_OUT_OF_MEMORY);
     CHECK_FALSE(r.after.empty());
@@ -101,26 +100,26 @@ TEST_CASE("copies round-trip a few MiB byte-exact", "[memory]") {
     DeviceMem a(d, kBytes), b(d, kBytes);
     const auto src = pattern(kBytes, 1234u + static_cast<uint32_t>(d));
     std::vector<unsigned char> dst(kBytes, 0);
-    ACCEL_REQUIRE_OK(accel_memcpy_async(a.get(), src.data(), kBytes,
-                                        ACCEL_MEMCPY_HOST_TO_DEVICE, s));
-    ACCEL_REQUIRE_OK(accel_memcpy_async(b.get(), a.get(), kBytes,
-                                        ACCEL_MEMCPY_DEVICE_TO_DEVICE, s));
-    ACCEL_REQUIRE_OK(accel_memcpy_async(dst.data(), b.get(), kBytes,
-                                        ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(a.get(), src.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(b.get(), a.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_DEVICE, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(dst.data(), b.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
     ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(first_mismatch(src, dst) == SIZE_MAX);
 
     // Sub-ranges at odd offsets.
     const size_t off = 4099, len = 70001;
     std::vector<unsigned char> part(len, 0);
-    ACCEL_REQUIRE_OK(accel_memcpy_async(part.data(), a.bytes() + off, len,
-                                        ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(part.data(), a.bytes() + off, len, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
     ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(std::memcmp(part.data(), src.data() + off, len) == 0);
     // The last byte of an allocation is in range.
     unsigned char last = 0;
-    ACCEL_REQUIRE_OK(accel_memcpy_async(&last, a.bytes() + kBytes - 1, 1,
-                                        ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(&last, a.bytes() + kBytes - 1, 1, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
     ACCEL_REQUIRE_OK(stream_synchronize(s));
     CHECK(last == src[kBytes - 1]);
   }
@@ -134,7 +133,8 @@ TEST_CASE("memset", "[memory]") {
   ACCEL_REQUIRE_OK(accel_memset_async(m.get(), 0x5A, kBytes, s));
   ACCEL_REQUIRE_OK(accel_memset_async(m.bytes() + 100, 0x1FF, 50, s));  // (unsigned char)0x1FF
   std::vector<unsigned char> host(kBytes, 0);
-  ACCEL_REQUIRE_OK(accel_memcpy_async(host.data(), m.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+  ACCEL_REQUIRE_OK(
+      accel_memcpy_async(host.data(), m.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
   ACCEL_REQUIRE_OK(stream_synchronize(s));
   size_t bad = 0;
   for (size_t i = 0; i < kBytes; ++i) {
@@ -158,9 +158,11 @@ TEST_CASE("NULL stream means the current stream of the current device", "[memory
   DeviceMem m(d, 4096);
   const auto src = pattern(4096, 99);
   std::vector<unsigned char> dst(4096, 0);
-  ACCEL_REQUIRE_OK(accel_memcpy_async(m.get(), src.data(), 4096, ACCEL_MEMCPY_HOST_TO_DEVICE, nullptr));
+  ACCEL_REQUIRE_OK(
+      accel_memcpy_async(m.get(), src.data(), 4096, ACCEL_MEMCPY_HOST_TO_DEVICE, nullptr));
   ACCEL_REQUIRE_OK(accel_memset_async(m.get(), 7, 16, nullptr));
-  ACCEL_REQUIRE_OK(accel_memcpy_async(dst.data(), m.get(), 4096, ACCEL_MEMCPY_DEVICE_TO_HOST, nullptr));
+  ACCEL_REQUIRE_OK(
+      accel_memcpy_async(dst.data(), m.get(), 4096, ACCEL_MEMCPY_DEVICE_TO_HOST, nullptr));
   accel_stream_t cur = nullptr;
   ACCEL_REQUIRE_OK(accel_current_stream(-1, &cur));
   ACCEL_REQUIRE_OK(stream_synchronize(cur));
@@ -195,20 +197,20 @@ TEST_CASE("copy and memset argument errors", "[memory]") {
                     ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memcpy_async(m.get(), nullptr, 16, ACCEL_MEMCPY_HOST_TO_DEVICE, s),
                     ACCEL_ERROR_INVALID_ARGUMENT);
-  ACCEL_CHECK_ERROR(accel_memcpy_async(m.get(), host.data(), 16,
-                                       static_cast<accel_memcpy_kind_t>(7), s),
-                    ACCEL_ERROR_INVALID_ARGUMENT);
+  ACCEL_CHECK_ERROR(
+      accel_memcpy_async(m.get(), host.data(), 16, static_cast<accel_memcpy_kind_t>(7), s),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   // Ranges that leave the allocation.
-  ACCEL_CHECK_ERROR(accel_memcpy_async(m.bytes() + 512, host.data(), kBytes,
-                                       ACCEL_MEMCPY_HOST_TO_DEVICE, s),
-                    ACCEL_ERROR_INVALID_ARGUMENT);
-  ACCEL_CHECK_ERROR(accel_memcpy_async(host.data(), m.get(), kBytes + 1,
-                                       ACCEL_MEMCPY_DEVICE_TO_HOST, s),
-                    ACCEL_ERROR_INVALID_ARGUMENT);
+  ACCEL_CHECK_ERROR(
+      accel_memcpy_async(m.bytes() + 512, host.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s),
+      ACCEL_ERROR_INVALID_ARGUMENT);
+  ACCEL_CHECK_ERROR(
+      accel_memcpy_async(host.data(), m.get(), kBytes + 1, ACCEL_MEMCPY_DEVICE_TO_HOST, s),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   // A host pointer where a device pointer is required.
-  ACCEL_CHECK_ERROR(accel_memcpy_async(host.data(), host.data() + kBytes, 16,
-                                       ACCEL_MEMCPY_DEVICE_TO_DEVICE, s),
-                    ACCEL_ERROR_INVALID_ARGUMENT);
+  ACCEL_CHECK_ERROR(
+      accel_memcpy_async(host.data(), host.data() + kBytes, 16, ACCEL_MEMCPY_DEVICE_TO_DEVICE, s),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memset_async(nullptr, 0, 16, s), ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memset_async(m.bytes() + 1000, 0, 100, s), ACCEL_ERROR_INVALID_ARGUMENT);
   ACCEL_CHECK_ERROR(accel_memset_async(host.data(), 0, 16, s), ACCEL_ERROR_INVALID_ARGUMENT);

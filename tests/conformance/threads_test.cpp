@@ -42,7 +42,8 @@ TEST_CASE("current device is per thread", "[threads]") {
         while (arrived.load() < kThreads) std::this_thread::yield();
         got[i] = accel_current_device_index();
         accel_stream_t s = nullptr;
-        if (accel_current_stream(-1, &s) == ACCEL_SUCCESS) accel_stream_device(s, &got_stream_dev[i]);
+        if (accel_current_stream(-1, &s) == ACCEL_SUCCESS)
+          accel_stream_device(s, &got_stream_dev[i]);
       });
     }
     for (auto& th : ts) th.join();
@@ -108,14 +109,22 @@ TEST_CASE("concurrent streams / events / memory / host functions", "[threads]") 
         void* p = nullptr;
         const size_t bytes = 4096 + static_cast<size_t>(i * 100 + r);
         std::vector<unsigned char> in(bytes, static_cast<unsigned char>(i * 31 + r)), out(bytes, 0);
-        if (accel_stream_create(-1, 0, &s) != ACCEL_SUCCESS) return fail(std::string("stream_create: ") + accel_last_error());
-        if (events && accel_event_create(-1, ACCEL_EVENT_DEFAULT, &e) != ACCEL_SUCCESS) return fail(std::string("event_create: ") + accel_last_error());
-        if (memory && accel_malloc(-1, bytes, &p) != ACCEL_SUCCESS) return fail(std::string("malloc: ") + accel_last_error());
-        if (memory && accel_memcpy_async(p, in.data(), bytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s) != ACCEL_SUCCESS) fail("memcpy h2d");
-        if (host_fns &&
-            launch_host_func(s, [](void* c) { static_cast<Ctx*>(c)->counter->fetch_add(1); }, &ctx) != ACCEL_SUCCESS)
+        if (accel_stream_create(-1, 0, &s) != ACCEL_SUCCESS)
+          return fail(std::string("stream_create: ") + accel_last_error());
+        if (events && accel_event_create(-1, ACCEL_EVENT_DEFAULT, &e) != ACCEL_SUCCESS)
+          return fail(std::string("event_create: ") + accel_last_error());
+        if (memory && accel_malloc(-1, bytes, &p) != ACCEL_SUCCESS)
+          return fail(std::string("malloc: ") + accel_last_error());
+        if (memory && accel_memcpy_async(p, in.data(), bytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s) !=
+                          ACCEL_SUCCESS)
+          fail("memcpy h2d");
+        if (host_fns && launch_host_func(
+                            s, [](void* c) { static_cast<Ctx*>(c)->counter->fetch_add(1); },
+                            &ctx) != ACCEL_SUCCESS)
           fail("launch_host_func");
-        if (memory && accel_memcpy_async(out.data(), p, bytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s) != ACCEL_SUCCESS) fail("memcpy d2h");
+        if (memory && accel_memcpy_async(out.data(), p, bytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s) !=
+                          ACCEL_SUCCESS)
+          fail("memcpy d2h");
         if (events) {
           if (accel_event_record(e, s) != ACCEL_SUCCESS) fail("event_record");
           if (event_synchronize(e) != ACCEL_SUCCESS) fail("event_synchronize");
@@ -159,7 +168,8 @@ bool wait_child(pid_t pid, int* wstatus, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-TEST_CASE("a forked child can count devices; non-fork-safe backends refuse work", "[threads][fork]") {
+TEST_CASE("a forked child can count devices; non-fork-safe backends refuse work",
+          "[threads][fork]") {
   // Make sure the backend is initialised in the parent first. The child's
   // work is an allocation, or a stream where the backend has no memory.
   const bool memory = need_group(globals().memory);

@@ -199,15 +199,15 @@ TEST_CASE("Error carries the status and the last-error message", "[cxx][error]")
     CHECK(std::string(e.status_name()) == "ACCEL_ERROR_INVALID_DEVICE");
     CHECK(e.operation() == "accel_set_device_index");
     CHECK_FALSE(e.message().empty());
-    CHECK(e.message() == accel_last_error());  // the C detail, verbatim
+    CHECK(e.message() == accel_last_error());           // the C detail, verbatim
     CHECK(e.message().find('5') != std::string::npos);  // names the bad index
     // what() names the operation once, first, although the C detail starts
     // with it too.
     const std::string what = e.what();
     const std::string op_prefix = "accel_set_device_index: ";
     REQUIRE(e.message().rfind(op_prefix, 0) == 0);
-    CHECK(what == op_prefix + "ACCEL_ERROR_INVALID_DEVICE: " +
-                      e.message().substr(op_prefix.size()));
+    CHECK(what ==
+          op_prefix + "ACCEL_ERROR_INVALID_DEVICE: " + e.message().substr(op_prefix.size()));
     CHECK(occurrences(what, "accel_set_device_index") == 1);
   }
   CHECK(accel::current_device_index() == 0);  // nothing changed
@@ -252,7 +252,9 @@ TEST_CASE("Error::what() names the failed operation once", "[cxx][error]") {
       [] { accel::set_device_index(7); },
       [] { (void)accel::exchange_device(7); },
       [] { (void)accel::Stream::create(7); },
-      [] { accel::Event e(accel::EventOptions{false, 7}); },
+      [] {
+        accel::Event e(accel::EventOptions{false, 7});
+      },
       [] { (void)accel::device_properties(7); },
       [] { accel::synchronize(7); },
       [] {
@@ -362,7 +364,8 @@ TEST_CASE("DeviceIndexGuard sets and restores the device", "[cxx][guard]") {
   accel::set_device_index(0);
 }
 
-TEST_CASE("nested DeviceIndexGuards on two threads at once are independent", "[cxx][guard][threads]") {
+TEST_CASE("nested DeviceIndexGuards on two threads at once are independent",
+          "[cxx][guard][threads]") {
   reset_thread_state();
   constexpr int kRounds = 200;
   // Each step of both threads runs between two barrier phases, so the
@@ -497,7 +500,8 @@ TEST_CASE("Stream: move semantics", "[cxx][stream][move]") {
   accel::Stream b(std::move(a));
   CHECK(b.handle() == raw_a);
   CHECK(b.owns());
-  CHECK(a.handle() == nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  CHECK(a.handle() ==
+        nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
   CHECK_FALSE(a.owns());
   CHECK_FALSE(static_cast<bool>(a));
   try {
@@ -745,7 +749,8 @@ TEST_CASE("Event: query / synchronize / device / errors", "[cxx][event]") {
     (void)timed.elapsed_time(plain);
     FAIL("elapsed_time against an event without timing did not throw");
   } catch (const accel::Error& e) {
-    CHECK((e.status() == ACCEL_ERROR_EVENT_NO_TIMING || e.status() == ACCEL_ERROR_EVENT_NOT_RECORDED));
+    CHECK((e.status() == ACCEL_ERROR_EVENT_NO_TIMING ||
+           e.status() == ACCEL_ERROR_EVENT_NOT_RECORDED));
   }
   accel::Event timed2({.enable_timing = true});
   try {
@@ -917,7 +922,8 @@ TEST_CASE("DeviceBuffer: round trip through std::span", "[cxx][memory]") {
       f.copy_from(four, s1);
       FAIL("copy on a stream of another device did not throw");
     } catch (const accel::Error& e) {
-      CHECK((e.status() == ACCEL_ERROR_DEVICE_MISMATCH || e.status() == ACCEL_ERROR_INVALID_ARGUMENT));
+      CHECK((e.status() == ACCEL_ERROR_DEVICE_MISMATCH ||
+             e.status() == ACCEL_ERROR_INVALID_ARGUMENT));
     }
   }
 }

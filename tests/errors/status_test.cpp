@@ -101,9 +101,9 @@ TEST_CASE("names match ACCEL_STATUS_MAP of accel.h", "[status]") {
   CHECK(statuses.count("ACCEL_ERROR_INTERNAL") == 1);
   // The map as the compiler expands it: each enumerator has its value, its
   // name and its message.
-#define ACCEL_TEST_ENTRY(name, value, message)                             \
-  CHECK(static_cast<long>(ACCEL_##name) == (value));                       \
-  CHECK(std::string(accel_status_name(ACCEL_##name)) == "ACCEL_" #name);   \
+#define ACCEL_TEST_ENTRY(name, value, message)                           \
+  CHECK(static_cast<long>(ACCEL_##name) == (value));                     \
+  CHECK(std::string(accel_status_name(ACCEL_##name)) == "ACCEL_" #name); \
   CHECK(std::string(accel_status_message(ACCEL_##name)) == (message));
   ACCEL_STATUS_MAP(ACCEL_TEST_ENTRY)
 #undef ACCEL_TEST_ENTRY

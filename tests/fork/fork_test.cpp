@@ -77,8 +77,10 @@ struct ChildResult {
   double seconds = 0;
   std::string describe() const {
     std::string s;
-    if (timed_out) s = "child did not exit before its deadline (killed)";
-    else if (WIFEXITED(status)) s = "child exited with " + std::to_string(WEXITSTATUS(status));
+    if (timed_out)
+      s = "child did not exit before its deadline (killed)";
+    else if (WIFEXITED(status))
+      s = "child exited with " + std::to_string(WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
       s = std::string("child killed by signal ") + strsignal(WTERMSIG(status)) +
           (WTERMSIG(status) == SIGALRM ? " (its alarm: it hung)" : "");
@@ -116,8 +118,10 @@ ChildResult run_child(Body body, unsigned child_timeout_s = 10, double deadline_
     if (poll(&p, 1, 20) > 0) {
       char buf[512];
       ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n > 0) r.report.append(buf, static_cast<size_t>(n));
-      else if (n == 0) eof = true;
+      if (n > 0)
+        r.report.append(buf, static_cast<size_t>(n));
+      else if (n == 0)
+        eof = true;
     }
   }
   close(fds[0]);
@@ -136,10 +140,10 @@ ChildResult run_child(Body body, unsigned child_timeout_s = 10, double deadline_
   return r;
 }
 
-#define REQUIRE_OK(call)                                   \
-  do {                                                     \
-    accel_status_t st_ = (call);                           \
-    INFO(#call << ": " << accel_last_error());            \
+#define REQUIRE_OK(call)                                             \
+  do {                                                               \
+    accel_status_t st_ = (call);                                     \
+    INFO(#call << ": " << accel_last_error());                       \
     REQUIRE(accel_status_name(st_) == std::string("ACCEL_SUCCESS")); \
   } while (0)
 
@@ -169,8 +173,8 @@ void expect_forked_everywhere(Reporter& r, accel_stream_t s, accel_event_t e, vo
   r.expect("accel_event_query", accel_event_query(e), F);
   r.expect("accel_event_synchronize", accel_event_synchronize(e), F);
   r.expect("accel_malloc", accel_malloc(0, 64, &p), F);
-  r.expect("accel_memcpy_async", accel_memcpy_async(dev_ptr, host, sizeof host,
-                                                    ACCEL_MEMCPY_HOST_TO_DEVICE, s), F);
+  r.expect("accel_memcpy_async",
+           accel_memcpy_async(dev_ptr, host, sizeof host, ACCEL_MEMCPY_HOST_TO_DEVICE, s), F);
   r.expect("accel_memset_async", accel_memset_async(dev_ptr, 0, 16, s), F);
   size_t fb = 0, tb = 0;
   r.expect("accel_mem_get_info", accel_mem_get_info(0, &fb, &tb), F);
@@ -191,7 +195,8 @@ void expect_forked_everywhere(Reporter& r, accel_stream_t s, accel_event_t e, vo
     r.fail("accel_device_count() = %d, expected %d", accel_device_count(), expect_devices);
   if (accel_is_available() != 1) r.fail("accel_is_available() = %d", accel_is_available());
   const char* name = accel_current_accelerator();
-  if (name == nullptr || std::strcmp(name, "sim") != 0) r.fail("accel_current_accelerator() changed");
+  if (name == nullptr || std::strcmp(name, "sim") != 0)
+    r.fail("accel_current_accelerator() changed");
   if (accel_backend_count() == 0) r.fail("accel_backend_count() = 0");
   accel_backend_info_t info{};
   info.struct_size = sizeof info;
@@ -445,7 +450,8 @@ TEST_CASE("fork while other threads hold the core's locks", "[fork-locks]") {
           r.expect("accel_get_backend_info", accel_get_backend_info(0, &info), ACCEL_SUCCESS);
           char local = 0;
           // Allocation table: taken (and released) even though the backend is unusable.
-          r.expect("accel_free(non-accel pointer)", accel_free(&local), ACCEL_ERROR_INVALID_ARGUMENT);
+          r.expect("accel_free(non-accel pointer)", accel_free(&local),
+                   ACCEL_ERROR_INVALID_ARGUMENT);
           expect_forked_everywhere(r, s, e, p, 2);
           return r.exit_code();
         },

@@ -65,7 +65,7 @@ namespace {
 
 // --- bounds -------------------------------------------------------------------
 constexpr size_t kSimMemory = size_t{1} << 20;  // ACCEL_SIM_MEMORY per device
-constexpr size_t kHostBuf = 2 * kSimMemory;      // host buffers: any valid copy fits
+constexpr size_t kHostBuf = 2 * kSimMemory;     // host buffers: any valid copy fits
 constexpr size_t kMaxAllocs = 24;
 constexpr size_t kMaxStreams = 12;
 constexpr size_t kMaxEvents = 16;
@@ -97,13 +97,13 @@ std::string g_op = "(init)";  // the operation being checked, for messages
   std::abort();
 }
 
-#define FZ_CHECK(cond, ...)                                  \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      char fz_buf_[512];                                     \
-      std::snprintf(fz_buf_, sizeof fz_buf_, __VA_ARGS__);   \
-      violation(std::string(#cond ": ") + fz_buf_);          \
-    }                                                        \
+#define FZ_CHECK(cond, ...)                                \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      char fz_buf_[512];                                   \
+      std::snprintf(fz_buf_, sizeof fz_buf_, __VA_ARGS__); \
+      violation(std::string(#cond ": ") + fz_buf_);        \
+    }                                                      \
   } while (0)
 
 // Allowed statuses for one call.
@@ -120,8 +120,9 @@ struct Allowed {
   std::string names() const {
     std::string out;
     for (unsigned i = 0; i < 32; ++i)
-      if (mask & (1u << i)) out += std::string(out.empty() ? "" : "|") +
-                                   accel_status_name(static_cast<accel_status_t>(i));
+      if (mask & (1u << i))
+        out +=
+            std::string(out.empty() ? "" : "|") + accel_status_name(static_cast<accel_status_t>(i));
     return out;
   }
 };
@@ -134,8 +135,8 @@ accel_status_t expect(accel_status_t st, const Allowed& allowed) {
   if (g_trace) std::fprintf(stderr, "  %s -> %s\n", g_op.c_str(), accel_status_name(st));
   FZ_CHECK(static_cast<uint32_t>(st) < ACCEL_STATUS_COUNT, "status %d is not a defined value",
            static_cast<int>(st));
-  FZ_CHECK(std::strcmp(accel_status_name(st), "ACCEL_STATUS_UNKNOWN") != 0,
-           "status %d has no name", static_cast<int>(st));
+  FZ_CHECK(std::strcmp(accel_status_name(st), "ACCEL_STATUS_UNKNOWN") != 0, "status %d has no name",
+           static_cast<int>(st));
   FZ_CHECK(allowed.has(st), "returned %s, expected %s", accel_status_name(st),
            allowed.names().c_str());
   if (st != ACCEL_SUCCESS && st != ACCEL_ERROR_NOT_READY) {
@@ -153,7 +154,7 @@ struct Alloc {
   int32_t device = 0;
   std::vector<uint8_t> shadow;  // expected contents when `known`
   bool known = true;
-  std::set<uint64_t> pending;   // serials of streams that may still touch it
+  std::set<uint64_t> pending;  // serials of streams that may still touch it
 };
 
 struct Stream {
@@ -262,15 +263,24 @@ void bury(std::vector<T>& grave, T h) {
 int32_t pick_device(Input& in) {
   const int32_t n = G.n;
   switch (in.u8() % 16) {
-    case 4: return -1;
-    case 5: return -2;
-    case 6: return INT32_MIN;
-    case 7: return n;
-    case 8: return n + 1;
-    case 9: return INT32_MAX;
-    case 10: return 64;
-    case 11: return static_cast<int32_t>(in.u32());
-    default: return static_cast<int32_t>(in.u8() % n);
+    case 4:
+      return -1;
+    case 5:
+      return -2;
+    case 6:
+      return INT32_MIN;
+    case 7:
+      return n;
+    case 8:
+      return n + 1;
+    case 9:
+      return INT32_MAX;
+    case 10:
+      return 64;
+    case 11:
+      return static_cast<int32_t>(in.u32());
+    default:
+      return static_cast<int32_t>(in.u8() % n);
   }
 }
 // -1: invalid; else the device the call acts on.
@@ -282,34 +292,51 @@ int32_t resolve(int32_t d) {
 
 size_t pick_size(Input& in) {
   switch (in.u8() % 16) {
-    case 0: return 0;
-    case 1: return 1;
+    case 0:
+      return 0;
+    case 1:
+      return 1;
     case 2:
     case 3:
     case 4:
-    case 5: return static_cast<size_t>(in.u8()) + 1;
+    case 5:
+      return static_cast<size_t>(in.u8()) + 1;
     case 6:
     case 7:
-    case 8: return static_cast<size_t>(in.u16()) + 1;
-    case 9: return static_cast<size_t>(in.u32() % kSimMemory) + 1;
-    case 10: return kSimMemory;
-    case 11: return kSimMemory + 1;
-    case 12: return SIZE_MAX;
-    case 13: return SIZE_MAX / 2 + 1;
-    case 14: return size_t{1} << 40;
-    default: return static_cast<size_t>(in.u64());
+    case 8:
+      return static_cast<size_t>(in.u16()) + 1;
+    case 9:
+      return static_cast<size_t>(in.u32() % kSimMemory) + 1;
+    case 10:
+      return kSimMemory;
+    case 11:
+      return kSimMemory + 1;
+    case 12:
+      return SIZE_MAX;
+    case 13:
+      return SIZE_MAX / 2 + 1;
+    case 14:
+      return size_t{1} << 40;
+    default:
+      return static_cast<size_t>(in.u64());
   }
 }
 
 // A copy size relative to an allocation, so that valid ranges are common.
 size_t pick_copy_size(Input& in, size_t room) {
   switch (in.u8() % 8) {
-    case 0: return room;
-    case 1: return room + 1;
-    case 2: return room > 0 ? room - 1 : 0;
-    case 3: return room > 0 ? 1 + in.u32() % room : 0;
-    case 4: return room > 0 ? 1 + in.u8() % room : 0;
-    default: return pick_size(in);
+    case 0:
+      return room;
+    case 1:
+      return room + 1;
+    case 2:
+      return room > 0 ? room - 1 : 0;
+    case 3:
+      return room > 0 ? 1 + in.u32() % room : 0;
+    case 4:
+      return room > 0 ? 1 + in.u8() % room : 0;
+    default:
+      return pick_size(in);
   }
 }
 
@@ -334,7 +361,9 @@ void* pick_device_ptr(Input& in, void* stack_buf) {
       if (a) return reinterpret_cast<void*>(a->base);
       break;
     case 4:
-      if (a) return reinterpret_cast<void*>(a->base + (a->bytes > 1 ? 1 + in.u32() % (a->bytes - 1) : 0));
+      if (a)
+        return reinterpret_cast<void*>(a->base +
+                                       (a->bytes > 1 ? 1 + in.u32() % (a->bytes - 1) : 0));
       break;
     case 5:
       if (a) return reinterpret_cast<void*>(a->base + a->bytes - 1);
@@ -345,13 +374,20 @@ void* pick_device_ptr(Input& in, void* stack_buf) {
     case 7:
       if (!M.freed.empty()) return reinterpret_cast<void*>(M.freed[in.u8() % M.freed.size()]);
       break;
-    case 8: return G.heap.data();
-    case 9: return stack_buf;
-    case 10: return &g_stack_anchor;
-    case 11: return nullptr;
-    case 12: return reinterpret_cast<void*>(uintptr_t{1});
-    case 13: return reinterpret_cast<void*>(UINTPTR_MAX - 7);
-    case 14: return reinterpret_cast<void*>(static_cast<uintptr_t>(in.u64()));
+    case 8:
+      return G.heap.data();
+    case 9:
+      return stack_buf;
+    case 10:
+      return &g_stack_anchor;
+    case 11:
+      return nullptr;
+    case 12:
+      return reinterpret_cast<void*>(uintptr_t{1});
+    case 13:
+      return reinterpret_cast<void*>(UINTPTR_MAX - 7);
+    case 14:
+      return reinterpret_cast<void*>(static_cast<uintptr_t>(in.u64()));
     default:
       if (a) return reinterpret_cast<void*>(a->base + in.u32() % (a->bytes + 64));
       break;
@@ -369,12 +405,14 @@ accel_stream_t pick_stream(Input& in) {
       if (!M.streams.empty()) return M.streams[in.u8() % M.streams.size()].h;
       break;
     case 3:
-    case 4: return G.defaults[static_cast<size_t>(in.u8() % G.n)].h;
+    case 4:
+      return G.defaults[static_cast<size_t>(in.u8() % G.n)].h;
     case 5:
     case 6:
       if (!M.dead_streams.empty()) return M.dead_streams[in.u8() % M.dead_streams.size()];
       break;
-    default: return nullptr;
+    default:
+      return nullptr;
   }
   return G.defaults[static_cast<size_t>(M.cur_device)].h;
 }
@@ -392,37 +430,56 @@ accel_event_t pick_event(Input& in) {
     case 6:
       if (!M.dead_events.empty()) return M.dead_events[in.u8() % M.dead_events.size()];
       break;
-    default: return nullptr;
+    default:
+      return nullptr;
   }
   return nullptr;
 }
 
 int32_t pick_int(Input& in) {
   switch (in.u8() % 10) {
-    case 0: return 0;
-    case 1: return -1;
-    case 2: return -2;
-    case 3: return -3;
-    case 4: return 1;
-    case 5: return INT32_MIN;
-    case 6: return INT32_MAX;
-    default: return static_cast<int32_t>(in.u32());
+    case 0:
+      return 0;
+    case 1:
+      return -1;
+    case 2:
+      return -2;
+    case 3:
+      return -3;
+    case 4:
+      return 1;
+    case 5:
+      return INT32_MIN;
+    case 6:
+      return INT32_MAX;
+    default:
+      return static_cast<int32_t>(in.u32());
   }
 }
 
 // struct_size values around every boundary of a struct of `full` bytes.
 size_t pick_struct_size(Input& in, size_t full) {
   switch (in.u8() % 12) {
-    case 0: return 0;
-    case 1: return 1;
-    case 2: return sizeof(size_t) - 1;
-    case 3: return sizeof(size_t);
-    case 4: return sizeof(size_t) + 1;
-    case 5: return full - 1;
-    case 6: return full + 1;
-    case 7: return full + 64;
-    case 8: return in.u16() % (full + 65);
-    default: return full;
+    case 0:
+      return 0;
+    case 1:
+      return 1;
+    case 2:
+      return sizeof(size_t) - 1;
+    case 3:
+      return sizeof(size_t);
+    case 4:
+      return sizeof(size_t) + 1;
+    case 5:
+      return full - 1;
+    case 6:
+      return full + 1;
+    case 7:
+      return full + 64;
+    case 8:
+      return in.u16() % (full + 65);
+    default:
+      return full;
   }
 }
 
@@ -458,8 +515,8 @@ struct Canaried {
 
 // --- state checks ------------------------------------------------------------------------
 void check_state() {
-  FZ_CHECK(accel_device_count() == G.n, "device count changed to %d (was %d)",
-           accel_device_count(), G.n);
+  FZ_CHECK(accel_device_count() == G.n, "device count changed to %d (was %d)", accel_device_count(),
+           G.n);
   int32_t cur = accel_current_device_index();
   FZ_CHECK(cur == M.cur_device, "current device %d, model says %d", cur, M.cur_device);
   FZ_CHECK(cur >= 0 && cur < G.n, "current device %d outside [0, %d)", cur, G.n);
@@ -475,23 +532,24 @@ void check_state() {
     ms.struct_size = sizeof ms;
     st = accel_memory_stats(d, &ms);
     FZ_CHECK(st == ACCEL_SUCCESS, "accel_memory_stats(%d) failed", d);
-    FZ_CHECK(ms.allocated_bytes == used_bytes(d), "device %d: allocated_bytes %" PRIu64
-             ", model %zu", d, ms.allocated_bytes, used_bytes(d));
-    FZ_CHECK(ms.allocation_count == live_count(d), "device %d: allocation_count %" PRIu64
-             ", model %" PRIu64, d, ms.allocation_count, live_count(d));
+    FZ_CHECK(ms.allocated_bytes == used_bytes(d),
+             "device %d: allocated_bytes %" PRIu64 ", model %zu", d, ms.allocated_bytes,
+             used_bytes(d));
+    FZ_CHECK(ms.allocation_count == live_count(d),
+             "device %d: allocation_count %" PRIu64 ", model %" PRIu64, d, ms.allocation_count,
+             live_count(d));
     FZ_CHECK(ms.total_allocations == G.total_allocations[static_cast<size_t>(d)],
              "device %d: total_allocations %" PRIu64 ", model %" PRIu64, d, ms.total_allocations,
              G.total_allocations[static_cast<size_t>(d)]);
-    FZ_CHECK(ms.peak_allocated_bytes >= ms.allocated_bytes, "device %d: peak %" PRIu64
-             " < allocated %" PRIu64, d, ms.peak_allocated_bytes, ms.allocated_bytes);
+    FZ_CHECK(ms.peak_allocated_bytes >= ms.allocated_bytes,
+             "device %d: peak %" PRIu64 " < allocated %" PRIu64, d, ms.peak_allocated_bytes,
+             ms.allocated_bytes);
   }
   FZ_CHECK(g_hostfn_bad.load() == 0, "a host function saw a broken invariant");
 }
 
 // --- host functions ------------------------------------------------------------------------
-void hostfn_count(void* user) {
-  static_cast<std::atomic<uint64_t>*>(user)->fetch_add(1);
-}
+void hostfn_count(void* user) { static_cast<std::atomic<uint64_t>*>(user)->fetch_add(1); }
 void hostfn_query(void* user) {
   // Runs on a backend thread: non-waiting calls must work there.
   if (accel_device_count() != G.n || accel_is_available() != 1) g_hostfn_bad.fetch_add(1);
@@ -577,13 +635,15 @@ enum Op : uint8_t {
 };
 
 const char* const kOpNames[OP_COUNT] = {
-    "set_device",    "exchange",        "maybe_exchange", "current_stream", "set_stream",
-    "synchronize",   "priority_range",  "stream_create",  "stream_destroy", "stream_query",
-    "stream_sync",   "stream_wait_event", "stream_device", "stream_priority", "host_func",
-    "event_create",  "event_destroy",   "event_record",   "event_query",    "event_sync",
-    "event_elapsed", "event_device",    "malloc",         "free",           "memcpy",
-    "memset",        "mem_info",        "memory_stats",   "reset_peak",     "properties",
-    "backend_info",  "names",           "verify",         "thread"};
+    "set_device",     "exchange",        "maybe_exchange", "current_stream",
+    "set_stream",     "synchronize",     "priority_range", "stream_create",
+    "stream_destroy", "stream_query",    "stream_sync",    "stream_wait_event",
+    "stream_device",  "stream_priority", "host_func",      "event_create",
+    "event_destroy",  "event_record",    "event_query",    "event_sync",
+    "event_elapsed",  "event_device",    "malloc",         "free",
+    "memcpy",         "memset",          "mem_info",       "memory_stats",
+    "reset_peak",     "properties",      "backend_info",   "names",
+    "verify",         "thread"};
 
 void op_set_device(Input& in) {
   int32_t d = pick_device(in);
@@ -685,8 +745,8 @@ void op_stream_create(Input& in) {
   int32_t got = 99, dev = -99;
   FZ_CHECK(accel_stream_priority(s, &got) == ACCEL_SUCCESS && got == want,
            "priority %d, expected clamp(%d) = %d", got, prio, want);
-  FZ_CHECK(accel_stream_device(s, &dev) == ACCEL_SUCCESS && dev == t, "device %d, expected %d",
-           dev, t);
+  FZ_CHECK(accel_stream_device(s, &dev) == ACCEL_SUCCESS && dev == t, "device %d, expected %d", dev,
+           t);
   M.streams.push_back(Stream{s, t, want, G.next_serial++, false});
 }
 
@@ -698,7 +758,8 @@ void op_stream_destroy(Input& in) {
     for (auto serial : M.cur_stream)
       if (serial == m->serial) return;
   }
-  Allowed ok = (m && !m->is_default) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
+  Allowed ok =
+      (m && !m->is_default) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
   if (expect(accel_stream_destroy(s), ok) == ACCEL_SUCCESS) {
     uint64_t serial = m->serial;
     synced_stream(serial);  // destroy drains the stream
@@ -722,8 +783,10 @@ void op_stream_wait_event(Input& in) {
   const Stream* ms = s ? stream_by_handle(s) : nullptr;
   const Event* me = e ? event_by_handle(e) : nullptr;
   Allowed ok;
-  if (!ms || !me) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else ok.add(ACCEL_SUCCESS);  // any device: sim declares ACCEL_CAP_CROSS_DEVICE_WAIT
+  if (!ms || !me)
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else
+    ok.add(ACCEL_SUCCESS);  // any device: sim declares ACCEL_CAP_CROSS_DEVICE_WAIT
   expect(accel_stream_wait_event(s, e), ok);
 }
 
@@ -757,14 +820,28 @@ void op_event_create(Input& in) {
   int32_t d = pick_device(in);
   uint32_t flags = 0;
   switch (in.u8() % 8) {
-    case 0: flags = ACCEL_EVENT_DEFAULT; break;
+    case 0:
+      flags = ACCEL_EVENT_DEFAULT;
+      break;
     case 1:
-    case 2: flags = ACCEL_EVENT_ENABLE_TIMING; break;
-    case 3: flags = 2; break;
-    case 4: flags = 3; break;
-    case 5: flags = 0x80000000u; break;
-    case 6: flags = UINT32_MAX; break;
-    default: flags = in.u32(); break;
+    case 2:
+      flags = ACCEL_EVENT_ENABLE_TIMING;
+      break;
+    case 3:
+      flags = 2;
+      break;
+    case 4:
+      flags = 3;
+      break;
+    case 5:
+      flags = 0x80000000u;
+      break;
+    case 6:
+      flags = UINT32_MAX;
+      break;
+    default:
+      flags = in.u32();
+      break;
   }
   bool null_out = (in.u8() % 8) == 0;
   int32_t t = resolve(d);
@@ -784,8 +861,8 @@ void op_event_create(Input& in) {
   FZ_CHECK(event_by_handle(e) == nullptr, "new event %p is already live", (void*)e);
   revive(e);
   int32_t dev = -99;
-  FZ_CHECK(accel_event_device(e, &dev) == ACCEL_SUCCESS && dev == t, "device %d, expected %d",
-           dev, t);
+  FZ_CHECK(accel_event_device(e, &dev) == ACCEL_SUCCESS && dev == t, "device %d, expected %d", dev,
+           t);
   M.events.push_back(Event{e, t, flags, false});
 }
 
@@ -813,9 +890,12 @@ void op_event_record(Input& in) {
     } else if (const Stream* ms = stream_by_handle(s)) {
       sdev = ms->device;
     }
-    if (s != nullptr && sdev < 0) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-    else if (sdev != me->device) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
-    else ok.add(ACCEL_SUCCESS);
+    if (s != nullptr && sdev < 0)
+      ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+    else if (sdev != me->device)
+      ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+    else
+      ok.add(ACCEL_SUCCESS);
   }
   if (expect(accel_event_record(e, s), ok) == ACCEL_SUCCESS) me->recorded = true;
 }
@@ -824,9 +904,12 @@ void op_event_query_sync(Input& in, bool sync) {
   accel_event_t e = pick_event(in);
   Event* m = e ? event_by_handle(e) : nullptr;
   Allowed ok;
-  if (!m) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (sync || !m->recorded) ok.add(ACCEL_SUCCESS);
-  else ok = Allowed{ACCEL_SUCCESS, ACCEL_ERROR_NOT_READY};
+  if (!m)
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (sync || !m->recorded)
+    ok.add(ACCEL_SUCCESS);
+  else
+    ok = Allowed{ACCEL_SUCCESS, ACCEL_ERROR_NOT_READY};
   expect(sync ? accel_event_synchronize(e) : accel_event_query(e), ok);
 }
 
@@ -847,7 +930,8 @@ void op_event_elapsed(Input& in) {
   } else if (!null_out) {
     if (ma->device != mb->device) {
       ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
-    } else if (!(ma->flags & ACCEL_EVENT_ENABLE_TIMING) || !(mb->flags & ACCEL_EVENT_ENABLE_TIMING)) {
+    } else if (!(ma->flags & ACCEL_EVENT_ENABLE_TIMING) ||
+               !(mb->flags & ACCEL_EVENT_ENABLE_TIMING)) {
       ok.add(ACCEL_ERROR_EVENT_NO_TIMING);
     } else if (!ma->recorded || !mb->recorded) {
       ok.add(ACCEL_ERROR_EVENT_NOT_RECORDED);
@@ -898,9 +982,9 @@ void op_malloc(Input& in) {
   }
   FZ_CHECK(p != nullptr && p != sentinel, "no pointer returned");
   auto base = reinterpret_cast<uintptr_t>(p);
-  FZ_CHECK(find_alloc(p) == nullptr && (M.allocs.empty() ||
-           M.allocs.lower_bound(base) == M.allocs.end() ||
-           M.allocs.lower_bound(base)->first >= base + bytes),
+  FZ_CHECK(find_alloc(p) == nullptr &&
+               (M.allocs.empty() || M.allocs.lower_bound(base) == M.allocs.end() ||
+                M.allocs.lower_bound(base)->first >= base + bytes),
            "allocation %p (+%zu) overlaps a live one", p, bytes);
   Alloc a;
   a.base = base;
@@ -917,7 +1001,8 @@ void op_free(Input& in) {
   void* p = pick_device_ptr(in, stack_buf);
   Alloc* a = p ? find_alloc(p) : nullptr;
   bool exact = a && a->base == reinterpret_cast<uintptr_t>(p);
-  Allowed ok = (p == nullptr || exact) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
+  Allowed ok =
+      (p == nullptr || exact) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
   if (exact) {
     // The caller must make sure no queued work still uses it.
     expect(accel_synchronize(a->device), {ACCEL_SUCCESS});
@@ -934,16 +1019,22 @@ accel_memcpy_kind_t pick_kind(Input& in) {
   switch (in.u8() % 12) {
     case 0:
     case 1:
-    case 2: return ACCEL_MEMCPY_HOST_TO_DEVICE;
+    case 2:
+      return ACCEL_MEMCPY_HOST_TO_DEVICE;
     case 3:
     case 4:
-    case 5: return ACCEL_MEMCPY_DEVICE_TO_HOST;
+    case 5:
+      return ACCEL_MEMCPY_DEVICE_TO_HOST;
     case 6:
     case 7:
-    case 8: return ACCEL_MEMCPY_DEVICE_TO_DEVICE;
-    case 9: return static_cast<accel_memcpy_kind_t>(3);
-    case 10: return ACCEL_MEMCPY_FORCE_INT32;
-    default: return static_cast<accel_memcpy_kind_t>(in.u32() & INT32_MAX);
+    case 8:
+      return ACCEL_MEMCPY_DEVICE_TO_DEVICE;
+    case 9:
+      return static_cast<accel_memcpy_kind_t>(3);
+    case 10:
+      return ACCEL_MEMCPY_FORCE_INT32;
+    default:
+      return static_cast<accel_memcpy_kind_t>(in.u32() & INT32_MAX);
   }
 }
 
@@ -964,9 +1055,12 @@ void op_memcpy(Input& in) {
   bool h2d_from_pattern = true;
   auto host_choice = [&](bool is_dst) -> void* {
     switch (in.u8() % 8) {
-      case 0: return nullptr;
-      case 1: return pick_device_ptr(in, stack_buf);  // may be device memory
-      case 2: return G.heap.data() + host_off;
+      case 0:
+        return nullptr;
+      case 1:
+        return pick_device_ptr(in, stack_buf);  // may be device memory
+      case 2:
+        return G.heap.data() + host_off;
       default:
         return is_dst ? G.sink.data() + host_off : G.pattern.data() + host_off;
     }
@@ -1065,10 +1159,14 @@ void op_memset(Input& in) {
   size_t bytes = pick_copy_size(in, room);
   const Stream* ms = s ? stream_by_handle(s) : nullptr;
   Allowed ok;
-  if (s != nullptr && !ms) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (bytes == 0) ok.add(ACCEL_SUCCESS);  // whatever dst is
-  else if (dst == nullptr) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else ok.add(device_range_status(dst, bytes, stream_device_of(s)));
+  if (s != nullptr && !ms)
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (bytes == 0)
+    ok.add(ACCEL_SUCCESS);  // whatever dst is
+  else if (dst == nullptr)
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else
+    ok.add(device_range_status(dst, bytes, stream_device_of(s)));
   if (expect(accel_memset_async(dst, value, bytes, s), ok) != ACCEL_SUCCESS || bytes == 0) return;
   const uint64_t serial = stream_serial_of(s);
   Alloc* da = find_alloc(dst);
@@ -1108,9 +1206,12 @@ void op_memory_stats(Input& in) {
   Canaried c(ss, sizeof(accel_memory_stats_t));
   int32_t t = resolve(d);
   Allowed ok;
-  if (null_arg || ss < sizeof(size_t)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (t < 0) ok.add(ACCEL_ERROR_INVALID_DEVICE);
-  else ok.add(ACCEL_SUCCESS);
+  if (null_arg || ss < sizeof(size_t))
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (t < 0)
+    ok.add(ACCEL_ERROR_INVALID_DEVICE);
+  else
+    ok.add(ACCEL_SUCCESS);
   accel_status_t st = expect(
       accel_memory_stats(d, null_arg ? nullptr : static_cast<accel_memory_stats_t*>(c.data())), ok);
   c.check(st == ACCEL_SUCCESS);
@@ -1130,8 +1231,9 @@ void op_reset_peak(Input& in) {
     std::memset(&m, 0, sizeof m);
     m.struct_size = sizeof m;
     FZ_CHECK(accel_memory_stats(t, &m) == ACCEL_SUCCESS, "stats failed");
-    FZ_CHECK(m.peak_allocated_bytes == m.allocated_bytes, "peak %" PRIu64
-             " != allocated %" PRIu64 " after reset", m.peak_allocated_bytes, m.allocated_bytes);
+    FZ_CHECK(m.peak_allocated_bytes == m.allocated_bytes,
+             "peak %" PRIu64 " != allocated %" PRIu64 " after reset", m.peak_allocated_bytes,
+             m.allocated_bytes);
   }
 }
 
@@ -1142,13 +1244,16 @@ void op_properties(Input& in) {
   Canaried c(ss, sizeof(accel_device_properties_t));
   int32_t t = resolve(d);
   Allowed ok;
-  if (null_arg || ss < sizeof(size_t)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (t < 0) ok.add(ACCEL_ERROR_INVALID_DEVICE);
-  else ok.add(ACCEL_SUCCESS);
-  accel_status_t st = expect(
-      accel_get_device_properties(
-          d, null_arg ? nullptr : static_cast<accel_device_properties_t*>(c.data())),
-      ok);
+  if (null_arg || ss < sizeof(size_t))
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (t < 0)
+    ok.add(ACCEL_ERROR_INVALID_DEVICE);
+  else
+    ok.add(ACCEL_SUCCESS);
+  accel_status_t st =
+      expect(accel_get_device_properties(
+                 d, null_arg ? nullptr : static_cast<accel_device_properties_t*>(c.data())),
+             ok);
   c.check(st == ACCEL_SUCCESS);
   if (st == ACCEL_SUCCESS && ss >= sizeof(accel_device_properties_t)) {
     auto p = c.get<accel_device_properties_t>();
@@ -1164,22 +1269,33 @@ void op_properties(Input& in) {
 void op_backend_info(Input& in) {
   size_t index = 0;
   switch (in.u8() % 6) {
-    case 0: index = G.backend_count; break;
-    case 1: index = SIZE_MAX; break;
-    case 2: index = static_cast<size_t>(in.u64()); break;
-    default: index = G.backend_count ? in.u8() % G.backend_count : 0; break;
+    case 0:
+      index = G.backend_count;
+      break;
+    case 1:
+      index = SIZE_MAX;
+      break;
+    case 2:
+      index = static_cast<size_t>(in.u64());
+      break;
+    default:
+      index = G.backend_count ? in.u8() % G.backend_count : 0;
+      break;
   }
   bool null_arg = (in.u8() % 16) == 0;
   size_t ss = pick_struct_size(in, sizeof(accel_backend_info_t));
   Canaried c(ss, sizeof(accel_backend_info_t));
   Allowed ok;
-  if (null_arg || ss < sizeof(size_t)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  else if (index >= G.backend_count) ok.add(ACCEL_ERROR_OUT_OF_RANGE);
-  else ok.add(ACCEL_SUCCESS);
-  accel_status_t st = expect(
-      accel_get_backend_info(index,
-                             null_arg ? nullptr : static_cast<accel_backend_info_t*>(c.data())),
-      ok);
+  if (null_arg || ss < sizeof(size_t))
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (index >= G.backend_count)
+    ok.add(ACCEL_ERROR_OUT_OF_RANGE);
+  else
+    ok.add(ACCEL_SUCCESS);
+  accel_status_t st =
+      expect(accel_get_backend_info(
+                 index, null_arg ? nullptr : static_cast<accel_backend_info_t*>(c.data())),
+             ok);
   c.check(st == ACCEL_SUCCESS);
   if (st == ACCEL_SUCCESS && ss >= sizeof(accel_backend_info_t)) {
     auto b = c.get<accel_backend_info_t>();
@@ -1201,8 +1317,8 @@ void op_names(Input& in) {
   const char* msg = accel_status_message(st);
   FZ_CHECK(name && msg && *name && *msg, "status %d: NULL or empty name/message", v);
   bool defined = v >= 0 && v < ACCEL_STATUS_COUNT;
-  FZ_CHECK(defined == (std::strcmp(name, "ACCEL_STATUS_UNKNOWN") != 0),
-           "status %d named %s", v, name);
+  FZ_CHECK(defined == (std::strcmp(name, "ACCEL_STATUS_UNKNOWN") != 0), "status %d named %s", v,
+           name);
   const char* bs = accel_backend_status_name(static_cast<accel_backend_status_t>(v));
   FZ_CHECK(bs != nullptr && (v > 4) == (std::strcmp(bs, "unknown") == 0),
            "backend status %d named %s", v, bs ? bs : "(null)");
@@ -1223,8 +1339,9 @@ void sync_all() {
 
 void op_verify(Input& in) {
   sync_all();
-  FZ_CHECK(g_hostfn_ran.load() == g_hostfn_launched, "%" PRIu64 " host functions launched, %" PRIu64
-           " ran, after synchronizing every device", g_hostfn_launched, g_hostfn_ran.load());
+  FZ_CHECK(g_hostfn_ran.load() == g_hostfn_launched,
+           "%" PRIu64 " host functions launched, %" PRIu64 " ran, after synchronizing every device",
+           g_hostfn_launched, g_hostfn_ran.load());
   Alloc* a = pick_alloc(in);
   if (a == nullptr || !a->known) return;
   const Stream& def = G.defaults[static_cast<size_t>(a->device)];
@@ -1234,9 +1351,10 @@ void op_verify(Input& in) {
          {ACCEL_SUCCESS});
   expect(accel_stream_synchronize(def.h), {ACCEL_SUCCESS});
   for (size_t i = 0; i < a->bytes; ++i)
-    FZ_CHECK(G.sink[i] == a->shadow[i], "allocation %p (%zu bytes, device %d): byte %zu is 0x%02x, "
-             "expected 0x%02x", reinterpret_cast<void*>(a->base), a->bytes, a->device, i,
-             G.sink[i], a->shadow[i]);
+    FZ_CHECK(G.sink[i] == a->shadow[i],
+             "allocation %p (%zu bytes, device %d): byte %zu is 0x%02x, "
+             "expected 0x%02x",
+             reinterpret_cast<void*>(a->base), a->bytes, a->device, i, G.sink[i], a->shadow[i]);
 }
 
 // Per-thread state: a fresh thread starts on device 0 with the default
@@ -1245,8 +1363,10 @@ void op_thread(Input& in) {
   int32_t bad = G.n + static_cast<int32_t>(in.u8());
   std::string problem;
   std::thread t([&] {
-    if (accel_last_error()[0] != '\0') problem = "a new thread's last error is not empty";
-    else if (accel_current_device_index() != 0) problem = "a new thread's device is not 0";
+    if (accel_last_error()[0] != '\0')
+      problem = "a new thread's last error is not empty";
+    else if (accel_current_device_index() != 0)
+      problem = "a new thread's device is not 0";
     accel_stream_t s = nullptr;
     if (problem.empty() && (accel_current_stream(-1, &s) != ACCEL_SUCCESS || s != G.defaults[0].h))
       problem = "a new thread's current stream is not device 0's default stream";
@@ -1263,41 +1383,76 @@ void op_thread(Input& in) {
 
 void run_op(uint8_t code, Input& in) {
   switch (static_cast<Op>(code % OP_COUNT)) {
-    case OP_SET_DEVICE: return op_set_device(in);
-    case OP_EXCHANGE: return op_exchange(in, false);
-    case OP_MAYBE_EXCHANGE: return op_exchange(in, true);
-    case OP_CURRENT_STREAM: return op_current_stream(in);
-    case OP_SET_STREAM: return op_set_stream(in);
-    case OP_SYNCHRONIZE: return op_synchronize(in);
-    case OP_PRIORITY_RANGE: return op_priority_range(in);
-    case OP_STREAM_CREATE: return op_stream_create(in);
-    case OP_STREAM_DESTROY: return op_stream_destroy(in);
-    case OP_STREAM_QUERY: return op_stream_query_sync(in, false);
-    case OP_STREAM_SYNC: return op_stream_query_sync(in, true);
-    case OP_STREAM_WAIT_EVENT: return op_stream_wait_event(in);
-    case OP_STREAM_DEVICE: return op_stream_device_priority(in, true);
-    case OP_STREAM_PRIORITY: return op_stream_device_priority(in, false);
-    case OP_HOST_FUNC: return op_host_func(in);
-    case OP_EVENT_CREATE: return op_event_create(in);
-    case OP_EVENT_DESTROY: return op_event_destroy(in);
-    case OP_EVENT_RECORD: return op_event_record(in);
-    case OP_EVENT_QUERY: return op_event_query_sync(in, false);
-    case OP_EVENT_SYNC: return op_event_query_sync(in, true);
-    case OP_EVENT_ELAPSED: return op_event_elapsed(in);
-    case OP_EVENT_DEVICE: return op_event_device(in);
-    case OP_MALLOC: return op_malloc(in);
-    case OP_FREE: return op_free(in);
-    case OP_MEMCPY: return op_memcpy(in);
-    case OP_MEMSET: return op_memset(in);
-    case OP_MEM_INFO: return op_mem_info(in);
-    case OP_MEMORY_STATS: return op_memory_stats(in);
-    case OP_RESET_PEAK: return op_reset_peak(in);
-    case OP_PROPERTIES: return op_properties(in);
-    case OP_BACKEND_INFO: return op_backend_info(in);
-    case OP_NAMES: return op_names(in);
-    case OP_VERIFY: return op_verify(in);
-    case OP_THREAD: return op_thread(in);
-    case OP_COUNT: break;
+    case OP_SET_DEVICE:
+      return op_set_device(in);
+    case OP_EXCHANGE:
+      return op_exchange(in, false);
+    case OP_MAYBE_EXCHANGE:
+      return op_exchange(in, true);
+    case OP_CURRENT_STREAM:
+      return op_current_stream(in);
+    case OP_SET_STREAM:
+      return op_set_stream(in);
+    case OP_SYNCHRONIZE:
+      return op_synchronize(in);
+    case OP_PRIORITY_RANGE:
+      return op_priority_range(in);
+    case OP_STREAM_CREATE:
+      return op_stream_create(in);
+    case OP_STREAM_DESTROY:
+      return op_stream_destroy(in);
+    case OP_STREAM_QUERY:
+      return op_stream_query_sync(in, false);
+    case OP_STREAM_SYNC:
+      return op_stream_query_sync(in, true);
+    case OP_STREAM_WAIT_EVENT:
+      return op_stream_wait_event(in);
+    case OP_STREAM_DEVICE:
+      return op_stream_device_priority(in, true);
+    case OP_STREAM_PRIORITY:
+      return op_stream_device_priority(in, false);
+    case OP_HOST_FUNC:
+      return op_host_func(in);
+    case OP_EVENT_CREATE:
+      return op_event_create(in);
+    case OP_EVENT_DESTROY:
+      return op_event_destroy(in);
+    case OP_EVENT_RECORD:
+      return op_event_record(in);
+    case OP_EVENT_QUERY:
+      return op_event_query_sync(in, false);
+    case OP_EVENT_SYNC:
+      return op_event_query_sync(in, true);
+    case OP_EVENT_ELAPSED:
+      return op_event_elapsed(in);
+    case OP_EVENT_DEVICE:
+      return op_event_device(in);
+    case OP_MALLOC:
+      return op_malloc(in);
+    case OP_FREE:
+      return op_free(in);
+    case OP_MEMCPY:
+      return op_memcpy(in);
+    case OP_MEMSET:
+      return op_memset(in);
+    case OP_MEM_INFO:
+      return op_mem_info(in);
+    case OP_MEMORY_STATS:
+      return op_memory_stats(in);
+    case OP_RESET_PEAK:
+      return op_reset_peak(in);
+    case OP_PROPERTIES:
+      return op_properties(in);
+    case OP_BACKEND_INFO:
+      return op_backend_info(in);
+    case OP_NAMES:
+      return op_names(in);
+    case OP_VERIFY:
+      return op_verify(in);
+    case OP_THREAD:
+      return op_thread(in);
+    case OP_COUNT:
+      break;
   }
 }
 
@@ -1312,8 +1467,8 @@ void global_init() {
   G.backend_count = accel_backend_count();
   FZ_CHECK(accel_stream_priority_range(0, &G.prio_least, &G.prio_greatest) == ACCEL_SUCCESS,
            "priority range");
-  FZ_CHECK(G.prio_greatest <= 0 && 0 <= G.prio_least, "priority range [%d, %d]",
-           G.prio_greatest, G.prio_least);
+  FZ_CHECK(G.prio_greatest <= 0 && 0 <= G.prio_least, "priority range [%d, %d]", G.prio_greatest,
+           G.prio_least);
   // Every default stream exists before any stream is destroyed, so no
   // destroyed handle's slot is ever reused for a default stream.
   for (int32_t d = 0; d < G.n; ++d) {

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   LLVMFuzzerInitialize(&argc, &argv);
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
     std::printf("replaying %s (%zu bytes)\n", f.string().c_str(), data.size());
     std::fflush(stdout);
     LLVMFuzzerTestOneInput(data.data(), data.size());

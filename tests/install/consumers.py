@@ -491,7 +491,10 @@ def step_readme(args, tmp):
     for doc in [src / "README.md"] + sorted((src / "docs").glob("*.md")):
         for m in pattern.finditer(doc.read_text()):
             quoted.setdefault(m.group(1), []).append((str(doc.relative_to(src)), m.group(2)))
-    examples = sorted(str(p.relative_to(src)) for p in (src / "examples").rglob("*") if p.is_file())
+    # Dot files (examples/.clang-format: the examples' 80 columns) are
+    # settings, not examples.
+    examples = sorted(str(p.relative_to(src)) for p in (src / "examples").rglob("*")
+                      if p.is_file() and not p.name.startswith("."))
     expect(examples != [], "examples/ has files")
     for rel in examples:
         expect(rel in quoted, f"README.md or docs/ quotes {rel}")

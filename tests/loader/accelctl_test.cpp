@@ -150,9 +150,9 @@ TEST_CASE("accelctl --json with no variables: no accelerator and exit 0", "[acce
 }
 
 TEST_CASE("accelctl names every capability bit accel.h defines", "[accelctl]") {
-  RunResult r = run_accelctl(
-      {"backends", "--json"},
-      {{"ACCEL_PLUGIN_PATH", corpus::env_or_die("ACCEL_TEST_SIM_DIR")}, {"ACCEL_SIM_DEVICES", "2"}});
+  RunResult r = run_accelctl({"backends", "--json"},
+                             {{"ACCEL_PLUGIN_PATH", corpus::env_or_die("ACCEL_TEST_SIM_DIR")},
+                              {"ACCEL_SIM_DEVICES", "2"}});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   json j = parse_or_fail(r);
@@ -172,9 +172,9 @@ TEST_CASE("accelctl names every capability bit accel.h defines", "[accelctl]") {
 }
 
 TEST_CASE("accelctl --json with two simulated devices", "[accelctl]") {
-  RunResult r = run_accelctl(
-      {"--json"},
-      {{"ACCEL_PLUGIN_PATH", corpus::env_or_die("ACCEL_TEST_SIM_DIR")}, {"ACCEL_SIM_DEVICES", "2"}});
+  RunResult r =
+      run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", corpus::env_or_die("ACCEL_TEST_SIM_DIR")},
+                                {"ACCEL_SIM_DEVICES", "2"}});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 0);
   json j = parse_or_fail(r);
@@ -247,7 +247,8 @@ TEST_CASE("accelctl selftest passes with sim next to a broken plugin", "[accelct
   corpus::copy_module("ACCEL_TEST_MOD_SIM", dir + "/accel-sim.so");
   corpus::copy_module("ACCEL_TEST_MOD_NULL_OP", dir + "/accel-null-op.so");
   corpus::write_text(dir + "/accel-broken.so", "not a shared object, not even close\n");
-  RunResult r = run_accelctl({"selftest"}, {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "2"}});
+  RunResult r =
+      run_accelctl({"selftest"}, {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "2"}});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 0);
   CHECK_FALSE((r.out + r.err).empty());
@@ -263,8 +264,8 @@ TEST_CASE("accelctl selftest fails without an accelerator", "[accelctl]") {
 }
 
 TEST_CASE("accelctl bad usage exits 2", "[accelctl]") {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--definitely-not-an-option"}, {"no-such-command"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--definitely-not-an-option"}, {"no-such-command"}}) {
     RunResult r = run_accelctl(args, {});
     INFO("args: " << args[0] << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit_code == 2);
@@ -323,8 +324,8 @@ TEST_CASE("accelctl --json: every document carries schema_version 1", "[accelctl
     CHECK(j["schema_version"] == 1);
   }
   // The no-accelerator form of selftest's document too.
-  RunResult r = run_accelctl({"selftest", "--json"},
-                             {{"ACCEL_PLUGIN_PATH", plugin_dir("schema-empty", {})}});
+  RunResult r =
+      run_accelctl({"selftest", "--json"}, {{"ACCEL_PLUGIN_PATH", plugin_dir("schema-empty", {})}});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 1);
   json j = parse_or_fail(r);
@@ -332,8 +333,9 @@ TEST_CASE("accelctl --json: every document carries schema_version 1", "[accelctl
 }
 
 TEST_CASE("accelctl backends and devices show the runtime version", "[accelctl][runtime-version]") {
-  const std::string dir = plugin_dir("runtime-version", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"},
-                                                         {"ACCEL_TEST_MOD_ABI10", "accel-abi10.so"}});
+  const std::string dir = plugin_dir(
+      "runtime-version",
+      {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}, {"ACCEL_TEST_MOD_ABI10", "accel-abi10.so"}});
   const std::map<std::string, std::string> env = {{"ACCEL_PLUGIN_PATH", dir},
                                                   {"ACCEL_SIM_DEVICES", "2"}};
   {
@@ -393,12 +395,12 @@ TEST_CASE("accelctl --backend works with every command before or after it", "[ac
     return j;
   };
   CHECK(current_of({"devices", "--json"}, 0)["current_accelerator"] == "sim");
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--backend", "tiny", "--json"},
-           {"--backend", "tiny", "devices", "--json"},
-           {"devices", "--backend", "tiny", "--json"},
-           {"--json", "backends", "--backend=tiny"},
-           {"--backend", "tiny", "backends", "--json"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--backend", "tiny", "--json"},
+                                             {"--backend", "tiny", "devices", "--json"},
+                                             {"devices", "--backend", "tiny", "--json"},
+                                             {"--json", "backends", "--backend=tiny"},
+                                             {"--backend", "tiny", "backends", "--json"}}) {
     json j = current_of(args, 0);
     CHECK(j["current_accelerator"] == "tiny");
     if (j.contains("device_count")) CHECK(j["device_count"] == 1);
@@ -408,8 +410,9 @@ TEST_CASE("accelctl --backend works with every command before or after it", "[ac
   CHECK(none["current_accelerator"].is_null());
   CHECK_THAT(str_field(none, "selection_reason"), Catch::Contains("nosuch"));
   // selftest keeps its own spelling, and the global one works for it too.
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"selftest", "--backend", "sim", "--json"}, {"--backend", "sim", "selftest", "--json"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"selftest", "--backend", "sim", "--json"},
+                                             {"--backend", "sim", "selftest", "--json"}}) {
     RunResult r = run_accelctl(args, {{"ACCEL_PLUGIN_PATH", dir},
                                       {"ACCEL_SIM_DEVICES", "1"},
                                       {"ACCEL_TINY_DEVICES", "1"},
@@ -425,18 +428,18 @@ TEST_CASE("accelctl --backend works with every command before or after it", "[ac
 TEST_CASE("ACCEL_LOG_LEVEL is read in any case", "[accelctl][log]") {
   const std::string dir = plugin_dir("log-case", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
   for (const std::string level : {"DEBUG", "Debug", "debug", "TRACE"}) {
-    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
-                                            {"ACCEL_SIM_DEVICES", "1"},
-                                            {"ACCEL_LOG_LEVEL", level}});
+    RunResult r = run_accelctl(
+        {"--json"},
+        {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "1"}, {"ACCEL_LOG_LEVEL", level}});
     INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Catch::Contains("[debug]"));
     CHECK_THAT(r.err, !Catch::Contains("ACCEL_LOG_LEVEL="));
   }
   for (const std::string level : {"WARN", "Warn", "ERROR", "Off"}) {
-    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
-                                            {"ACCEL_SIM_DEVICES", "1"},
-                                            {"ACCEL_LOG_LEVEL", level}});
+    RunResult r = run_accelctl(
+        {"--json"},
+        {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "1"}, {"ACCEL_LOG_LEVEL", level}});
     INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, !Catch::Contains("[debug]"));
@@ -448,9 +451,9 @@ TEST_CASE("ACCEL_LOG_LEVEL is read in any case", "[accelctl][log]") {
 TEST_CASE("an unknown ACCEL_LOG_LEVEL warns once and keeps the default", "[accelctl][log]") {
   const std::string dir = plugin_dir("log-unknown", {{"ACCEL_TEST_MOD_SIM", "accel-sim.so"}});
   corpus::write_text(dir + "/accel-broken.so", "not a shared object\n");  // a warning to see
-  RunResult r = run_accelctl({"backends"}, {{"ACCEL_PLUGIN_PATH", dir},
-                                            {"ACCEL_SIM_DEVICES", "1"},
-                                            {"ACCEL_LOG_LEVEL", "verbose"}});
+  RunResult r = run_accelctl(
+      {"backends"},
+      {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "1"}, {"ACCEL_LOG_LEVEL", "verbose"}});
   INFO("stderr:\n" << r.err);
   CHECK(r.exit_code == 0);
   int warnings = 0;
@@ -469,9 +472,9 @@ TEST_CASE("log lines carry time and thread id at debug and trace only", "[accelc
   const std::regex detailed(
       R"(^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}\] \[accel\] \[[a-z]+\] \[tid \d+\] .+)");
   for (const std::string level : {"debug", "trace"}) {
-    RunResult r = run_accelctl({"--json"}, {{"ACCEL_PLUGIN_PATH", dir},
-                                            {"ACCEL_SIM_DEVICES", "1"},
-                                            {"ACCEL_LOG_LEVEL", level}});
+    RunResult r = run_accelctl(
+        {"--json"},
+        {{"ACCEL_PLUGIN_PATH", dir}, {"ACCEL_SIM_DEVICES", "1"}, {"ACCEL_LOG_LEVEL", level}});
     INFO("ACCEL_LOG_LEVEL=" << level << "\nstderr:\n" << r.err);
     const auto lines = accel_log_lines(r.err);
     CHECK(lines.size() >= 2);
@@ -500,7 +503,8 @@ int main(int argc, char** argv) {
       argc, argv, {{&g_accelctl, "--accelctl", "path", "the accelctl to test"}},
       [](accel_test::Parsed&) {
         if (g_accelctl.empty() || access(g_accelctl.c_str(), X_OK) != 0) {
-          std::fprintf(stderr, "accel-accelctl-test: --accelctl PATH (an executable) is required\n");
+          std::fprintf(stderr,
+                       "accel-accelctl-test: --accelctl PATH (an executable) is required\n");
           return 2;
         }
         return -1;

@@ -26,8 +26,8 @@ namespace fs = std::filesystem;
 inline std::string env_or_die(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') {
-    std::fprintf(stderr, "test setup: environment variable %s is not set (run through meson test)\n",
-                 name);
+    std::fprintf(stderr,
+                 "test setup: environment variable %s is not set (run through meson test)\n", name);
     std::exit(2);
   }
   return v;
@@ -70,13 +70,13 @@ inline void write_text(const std::string& path, const std::string& text) {
 
 // What discovery must say about one item.
 struct Expect {
-  std::string key;      // short label for messages
-  std::string path;     // the entry's path as accel reports it
-  int status;           // accel_backend_status_t value
+  std::string key;   // short label for messages
+  std::string path;  // the entry's path as accel reports it
+  int status;        // accel_backend_status_t value
   // All groups must match, any string in a group. The last group of every
   // refused item is the rule of docs/plugin-abi.md the loader must name.
   std::vector<std::vector<std::string>> reason_any;
-  std::string name;     // expected backend name, "" to skip
+  std::string name;  // expected backend name, "" to skip
 };
 
 // Status values of accel_backend_status_t, spelled out so this header needs
@@ -85,11 +85,16 @@ enum : int { kAvailable = 0, kNoDevices = 1, kUnavailable = 2, kRejected = 3, kD
 
 inline const char* status_name(int s) {
   switch (s) {
-    case kAvailable: return "available";
-    case kNoDevices: return "no_devices";
-    case kUnavailable: return "unavailable";
-    case kRejected: return "rejected";
-    case kDuplicate: return "duplicate";
+    case kAvailable:
+      return "available";
+    case kNoDevices:
+      return "no_devices";
+    case kUnavailable:
+      return "unavailable";
+    case kRejected:
+      return "rejected";
+    case kDuplicate:
+      return "duplicate";
   }
   return "unknown";
 }

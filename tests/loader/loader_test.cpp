@@ -72,10 +72,10 @@ std::vector<Entry> entries() {
 std::string dump(const std::vector<Entry>& es) {
   std::string s;
   for (const auto& e : es) {
-    s += "  [" + std::to_string(e.index) + "] name='" + e.name + "' status=" +
-         corpus::status_name(e.status) + " devices=" + std::to_string(e.device_count) +
-         " current=" + std::to_string(e.is_current) + " path=" + e.path + "\n      reason: " +
-         e.reason + "\n";
+    s += "  [" + std::to_string(e.index) + "] name='" + e.name +
+         "' status=" + corpus::status_name(e.status) +
+         " devices=" + std::to_string(e.device_count) + " current=" + std::to_string(e.is_current) +
+         " path=" + e.path + "\n      reason: " + e.reason + "\n";
   }
   return s;
 }
@@ -148,13 +148,11 @@ TEST_CASE("every hostile item is reported with its fault", "[hostile]") {
       CHECK(e.path.rfind(g_corpus.ww_dir + "/", 0) != 0);
     }
   }
-  SECTION("the unreadable plugin was not loaded") {
-    CHECK(find_by_name(es, "unread") == nullptr);
-  }
+  SECTION("the unreadable plugin was not loaded") { CHECK(find_by_name(es, "unread") == nullptr); }
   SECTION("discovery order: path entries in order, files sorted by name") {
-    const char* order[] = {"abi-major", "dup-a",    "dup-b",    "init-fail", "no-entry",
-                           "notelf",    "null-entry", "null-op", "small-vtable", "tiny",
-                           "unreadable", "relative", "missing",  "world-writable"};
+    const char* order[] = {"abi-major",  "dup-a",      "dup-b",   "init-fail",     "no-entry",
+                           "notelf",     "null-entry", "null-op", "small-vtable",  "tiny",
+                           "unreadable", "relative",   "missing", "world-writable"};
     for (size_t i = 1; i < sizeof order / sizeof order[0]; ++i) {
       if (!index_of.count(order[i - 1]) || !index_of.count(order[i])) continue;
       INFO(order[i - 1] << " before " << order[i]);
@@ -250,8 +248,7 @@ TEST_CASE("ACCEL_BACKEND naming an absent backend: no accelerator and no fallbac
   CHECK(std::strlen(accel_last_error()) > 0);
 }
 
-TEST_CASE("ACCEL_BACKEND naming a backend without devices: no accelerator",
-          "[named-no-devices]") {
+TEST_CASE("ACCEL_BACKEND naming a backend without devices: no accelerator", "[named-no-devices]") {
   CHECK(accel_is_available() == 0);
   CHECK(accel_current_accelerator() == nullptr);
   CHECK(accel_device_count() == 0);
@@ -338,8 +335,7 @@ TEST_CASE("no plugins at all: not available / nothing works / everything says wh
 
 // --- minimal plugin ----------------------------------------------------------------
 
-TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED naming both",
-          "[minimal]") {
+TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED naming both", "[minimal]") {
   REQUIRE(accel_is_available() == 1);
   REQUIRE(accel_current_accelerator() != nullptr);
   CHECK(std::string(accel_current_accelerator()) == "tiny");
@@ -388,9 +384,12 @@ TEST_CASE("a minimal plugin: NULL optional members are NOT_SUPPORTED naming both
   };
   const std::vector<Call> calls = {
       {"malloc", [&] { return accel_malloc(0, 64, &p); }, {"malloc", "mem_alloc", "alloc"}},
-      {"event_create", [&] { return accel_event_create(0, ACCEL_EVENT_DEFAULT, &ev); },
-       {"event"}},
-      {"launch_host_func", [&] { return accel_launch_host_func(s, [](void*) {}, nullptr); },
+      {"event_create", [&] { return accel_event_create(0, ACCEL_EVENT_DEFAULT, &ev); }, {"event"}},
+      {"launch_host_func",
+       [&] {
+         return accel_launch_host_func(
+             s, [](void*) {}, nullptr);
+       },
        {"host_func", "host func", "host function"}},
       {"mem_get_info", [&] { return accel_mem_get_info(0, &f, &t); }, {"mem_get_info", "info"}},
       {"memcpy_async",
@@ -491,9 +490,10 @@ TEST_CASE("ACCEL_BACKEND picks the copy automatic selection would pick", "[copie
 
 // --- search-path duplicates ----------------------------------------------------------
 
-TEST_CASE("one folder listed three ways is searched once and listed thrice; a file entry says "
-          "what to do",
-          "[path-duplicates]") {
+TEST_CASE(
+    "one folder listed three ways is searched once and listed thrice; a file entry says "
+    "what to do",
+    "[path-duplicates]") {
   const auto es = entries();
   INFO("discovery saw:\n" << dump(es));
   const std::string path = std::getenv("ACCEL_PLUGIN_PATH");
@@ -626,8 +626,8 @@ int setup_scenario(accel_test::Parsed& parsed) {
     // A/accel-vend.so: init fails; B/accel-vend.so: vendor library missing;
     // C/accel-vend.so: works. Searched in that order.
     std::string path;
-    for (const char* variant : {"ACCEL_TEST_MOD_VEND_FAIL", "ACCEL_TEST_MOD_VEND_UNAVAIL",
-                                "ACCEL_TEST_MOD_VEND"}) {
+    for (const char* variant :
+         {"ACCEL_TEST_MOD_VEND_FAIL", "ACCEL_TEST_MOD_VEND_UNAVAIL", "ACCEL_TEST_MOD_VEND"}) {
       const std::string dir = corpus::make_temp_dir("copies");
       g_cleanup.push_back(dir);
       corpus::copy_module(variant, dir + "/accel-vend.so");
@@ -643,14 +643,15 @@ int setup_scenario(accel_test::Parsed& parsed) {
     const std::string link = dir + "-link";
     std::filesystem::create_directory_symlink(dir, link);
     g_cleanup.push_back(link);
-    const std::string path = dir + ":" + dir + "/:" + link + ":" + dir + "/accel-tiny.so::" + dir +
-                             "/accel-tiny.so/";
+    const std::string path =
+        dir + ":" + dir + "/:" + link + ":" + dir + "/accel-tiny.so::" + dir + "/accel-tiny.so/";
     setenv("ACCEL_PLUGIN_PATH", path.c_str(), 1);
     setenv("ACCEL_TINY_DEVICES", "1", 1);
   } else if (g_scenario == "priority" || g_scenario == "tie") {
     const std::string dir = corpus::make_temp_dir(g_scenario);
     g_cleanup.push_back(dir);
-    if (g_scenario == "priority") corpus::copy_module("ACCEL_TEST_MOD_LOUD", dir + "/accel-loud.so");
+    if (g_scenario == "priority")
+      corpus::copy_module("ACCEL_TEST_MOD_LOUD", dir + "/accel-loud.so");
     corpus::copy_module("ACCEL_TEST_MOD_TINY", dir + "/accel-tiny.so");
     corpus::copy_module("ACCEL_TEST_MOD_VEND", dir + "/accel-vend.so");
     // sim from this build's own folder (priority 10), next to them.
@@ -679,11 +680,10 @@ int setup_scenario(accel_test::Parsed& parsed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rc = accel_test::run(
-      argc, argv,
-      {{&g_scenario, "--scenario", "name",
-        "hostile | absent-backend | named-no-devices | no-plugins | minimal"}},
-      setup_scenario);
+  int rc = accel_test::run(argc, argv,
+                           {{&g_scenario, "--scenario", "name",
+                             "hostile | absent-backend | named-no-devices | no-plugins | minimal"}},
+                           setup_scenario);
   corpus::remove_dirs(g_cleanup);
   return rc;
 }

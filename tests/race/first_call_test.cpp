@@ -50,12 +50,24 @@ struct Answer {
 // One of several entry points, so the race also covers different ways in.
 void first_call(int kind) {
   switch (kind) {
-    case 0: (void)accel_is_available(); break;
-    case 1: (void)accel_current_accelerator(); break;
-    case 2: (void)accel_device_count(); break;
-    case 3: (void)accel_selection_reason(); break;
-    case 4: (void)accel_current_device_index(); break;
-    case 5: (void)accel_backend_count(); break;
+    case 0:
+      (void)accel_is_available();
+      break;
+    case 1:
+      (void)accel_current_accelerator();
+      break;
+    case 2:
+      (void)accel_device_count();
+      break;
+    case 3:
+      (void)accel_selection_reason();
+      break;
+    case 4:
+      (void)accel_current_device_index();
+      break;
+    case 5:
+      (void)accel_backend_count();
+      break;
     default: {
       accel_stream_t s = nullptr;
       (void)accel_current_stream(-1, &s);

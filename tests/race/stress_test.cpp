@@ -113,7 +113,9 @@ class Worker {
   }
 
  private:
-  int32_t pick_device() { return static_cast<int32_t>(rng_() % static_cast<uint32_t>(sh_.devices)); }
+  int32_t pick_device() {
+    return static_cast<int32_t>(rng_() % static_cast<uint32_t>(sh_.devices));
+  }
   uint32_t roll(uint32_t n) { return static_cast<uint32_t>(rng_() % n); }
 
   void fail(const std::string& what) {
@@ -128,11 +130,13 @@ class Worker {
   void check(const std::string& after) {
     last_op_ = after;
     int32_t idx = accel_current_device_index();
-    if (idx != dev_) fail("current device is " + std::to_string(idx) + ", expected " + std::to_string(dev_));
+    if (idx != dev_)
+      fail("current device is " + std::to_string(idx) + ", expected " + std::to_string(dev_));
     accel_stream_t s = nullptr;
     accel_status_t st = accel_current_stream(-1, &s);
     if (st != ACCEL_SUCCESS || s != cur_[static_cast<size_t>(dev_)]->stream)
-      fail("current stream of the current device differs (" + std::string(accel_status_name(st)) + ")");
+      fail("current stream of the current device differs (" + std::string(accel_status_name(st)) +
+           ")");
     int32_t other = pick_device();
     st = accel_current_stream(other, &s);
     if (st != ACCEL_SUCCESS || s != cur_[static_cast<size_t>(other)]->stream)
@@ -252,7 +256,8 @@ class Worker {
         if (live_.empty()) break;
         size_t k = roll(static_cast<uint32_t>(live_.size()));
         StreamRec* r = live_[k];
-        if (cur_[static_cast<size_t>(r->device)] == r) set_stream(defaults_[static_cast<size_t>(r->device)]);
+        if (cur_[static_cast<size_t>(r->device)] == r)
+          set_stream(defaults_[static_cast<size_t>(r->device)]);
         if (roll(2) == 0) {
           accel_status_t q = accel_stream_query(r->stream);
           if (q != ACCEL_SUCCESS && q != ACCEL_ERROR_NOT_READY) expect_ok(q, "accel_stream_query");
@@ -315,8 +320,10 @@ class Worker {
         // is the allocation's device.
         accel_stream_t s = (dev_ == d && roll(2) == 0) ? nullptr : r->stream;
         accel_stream_t sync = s != nullptr ? s : cur_[static_cast<size_t>(d)]->stream;
-        expect_ok(accel_memcpy_async(p, in.data(), bytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s), "memcpy H2D");
-        expect_ok(accel_memcpy_async(out.data(), p, bytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s), "memcpy D2H");
+        expect_ok(accel_memcpy_async(p, in.data(), bytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s),
+                  "memcpy H2D");
+        expect_ok(accel_memcpy_async(out.data(), p, bytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s),
+                  "memcpy D2H");
         expect_ok(accel_stream_synchronize(sync), "accel_stream_synchronize");
         if (in != out) fail("device memory round trip changed the data");
         expect_ok(accel_free(p), "accel_free");
@@ -371,7 +378,8 @@ TEST_CASE("random per-thread calls from many threads keep per-thread state", "[s
   const char* backend = std::getenv("ACCEL_BACKEND");
   REQUIRE(accel_is_available() == 1);
   INFO("selection: " << accel_selection_reason());
-  if (backend != nullptr && *backend != '\0') REQUIRE(std::string(accel_current_accelerator()) == backend);
+  if (backend != nullptr && *backend != '\0')
+    REQUIRE(std::string(accel_current_accelerator()) == backend);
 
   Shared sh;
   sh.devices = accel_device_count();
@@ -411,11 +419,12 @@ TEST_CASE("random per-thread calls from many threads keep per-thread state", "[s
               static_cast<unsigned long long>(seed));
   std::fflush(stdout);
 
-  sh.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(seconds));
+  sh.deadline = Clock::now() +
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < threads; ++i)
-    workers.push_back(std::make_unique<Worker>(sh, i, seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull));
+    workers.push_back(
+        std::make_unique<Worker>(sh, i, seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull));
   std::vector<std::thread> ts;
   for (auto& w : workers) ts.emplace_back([&w] { w->run(); });
   for (auto& t : ts) t.join();

@@ -99,8 +99,8 @@ void build_tree() {
   must_chmod(T.ww, 0777);
   must_chmod(T.sticky, 01777);
 
-  T.plugin_path = T.ok + ":" + T.relative[0] + ":" + T.gw + ":" + T.ww + ":" + T.relative[1] +
-                  ":" + T.sticky;
+  T.plugin_path =
+      T.ok + ":" + T.relative[0] + ":" + T.gw + ":" + T.ww + ":" + T.relative[1] + ":" + T.sticky;
 }
 
 struct Entry {

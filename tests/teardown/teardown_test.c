@@ -33,11 +33,11 @@ static void die(const char* what, accel_status_t st) {
   _exit(1);
 }
 
-#define CHECK_OK(call)                    \
-  do {                                    \
-    accel_status_t st_ = (call);          \
+#define CHECK_OK(call)                         \
+  do {                                         \
+    accel_status_t st_ = (call);               \
     if (st_ != ACCEL_SUCCESS) die(#call, st_); \
-    ++g_checks;                           \
+    ++g_checks;                                \
   } while (0)
 
 static void sleep_ms(long ms) {
@@ -103,7 +103,8 @@ static void leave_live_objects(void) {
     CHECK_OK(accel_event_create(d, ACCEL_EVENT_DEFAULT, &e1));
     {
       accel_status_t st = accel_event_create(d, ACCEL_EVENT_ENABLE_TIMING, &e2);
-      if (st != ACCEL_SUCCESS && st != ACCEL_ERROR_NOT_SUPPORTED) die("accel_event_create(timing)", st);
+      if (st != ACCEL_SUCCESS && st != ACCEL_ERROR_NOT_SUPPORTED)
+        die("accel_event_create(timing)", st);
       if (e2 != NULL) CHECK_OK(accel_event_record(e2, def));
     }
     CHECK_OK(accel_malloc(d, sizeof g_host_buf[d], &p));
@@ -126,7 +127,8 @@ static void* churn(void* arg) {
   int32_t d = (int32_t)(long)arg % n;
   unsigned char buf[256];
   memset(buf, 1, sizeof buf);
-  if (accel_set_device_index(d) != ACCEL_SUCCESS) die("accel_set_device_index", ACCEL_ERROR_INTERNAL);
+  if (accel_set_device_index(d) != ACCEL_SUCCESS)
+    die("accel_set_device_index", ACCEL_ERROR_INTERNAL);
   for (;;) {
     accel_stream_t s = NULL;
     accel_event_t e = NULL;
@@ -134,7 +136,8 @@ static void* churn(void* arg) {
     accel_status_t st;
     if ((st = accel_stream_create(d, 0, &s)) != ACCEL_SUCCESS) die("accel_stream_create", st);
     if ((st = accel_malloc(d, sizeof buf, &p)) != ACCEL_SUCCESS) die("accel_malloc", st);
-    if ((st = accel_memcpy_async(p, buf, sizeof buf, ACCEL_MEMCPY_HOST_TO_DEVICE, s)) != ACCEL_SUCCESS)
+    if ((st = accel_memcpy_async(p, buf, sizeof buf, ACCEL_MEMCPY_HOST_TO_DEVICE, s)) !=
+        ACCEL_SUCCESS)
       die("accel_memcpy_async", st);
     queue_host_fn(s);
     if ((st = accel_event_create(d, 0, &e)) != ACCEL_SUCCESS) die("accel_event_create", st);
@@ -205,8 +208,10 @@ int main(int argc, char** argv) {
     return 1; /* not reached */
   }
 
-  printf("teardown %s: %d checks passed, 0 failed; leaving with live streams, events, "
-         "allocations and queued work\n", mode, g_checks);
+  printf(
+      "teardown %s: %d checks passed, 0 failed; leaving with live streams, events, "
+      "allocations and queued work\n",
+      mode, g_checks);
   fflush(stdout);
   if (strcmp(mode, "exit") == 0) exit(0);
   return 0;

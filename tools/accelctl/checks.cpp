@@ -27,11 +27,10 @@ CheckResult skip(std::string detail) { return {true, true, std::move(detail)}; }
 
 // Returns a FAIL result (with accel_last_error) from the enclosing check when
 // an accel call does not succeed.
-#define ACCELCTL_TRY(name, expr)                                 \
-  do {                                                           \
-    const accel_status_t accelctl_st_ = (expr);                  \
-    if (accelctl_st_ != ACCEL_SUCCESS)                           \
-      return fail(failure_detail((name), accelctl_st_));         \
+#define ACCELCTL_TRY(name, expr)                                                          \
+  do {                                                                                    \
+    const accel_status_t accelctl_st_ = (expr);                                           \
+    if (accelctl_st_ != ACCEL_SUCCESS) return fail(failure_detail((name), accelctl_st_)); \
   } while (0)
 
 // A NOT_SUPPORTED answer is a skip when the backend did not declare the
@@ -177,11 +176,12 @@ CheckResult check_device_guard(const Context& ctx) {
   int32_t back = -2;
   ACCELCTL_TRY("accel_exchange_device", accel_exchange_device(prev, &back));
   if (back != ctx.device)
-    return fail(fmt::format("exchange back returned {} as previous, expected {}", back, ctx.device));
+    return fail(
+        fmt::format("exchange back returned {} as previous, expected {}", back, ctx.device));
   const int32_t restored = accel_current_device_index();
   if (restored != prev)
-    return fail(fmt::format("after exchange back the current device is {}, expected {}", restored,
-                            prev));
+    return fail(
+        fmt::format("after exchange back the current device is {}, expected {}", restored, prev));
   return pass(fmt::format("{} -> {} -> {}", before, ctx.device, restored));
 }
 
@@ -190,8 +190,8 @@ CheckResult check_stream(const Context& ctx) {
   ACCELCTL_TRY("accel_stream_priority_range",
                accel_stream_priority_range(ctx.device, &least, &greatest));
   if (!(greatest <= 0 && 0 <= least))
-    return fail(fmt::format("priority range least={} greatest={} does not contain 0", least,
-                            greatest));
+    return fail(
+        fmt::format("priority range least={} greatest={} does not contain 0", least, greatest));
   Stream st;
   ACCELCTL_TRY("accel_stream_create", accel_stream_create(ctx.device, greatest, &st.s));
   int32_t sdev = -1, prio = 0;
@@ -250,8 +250,8 @@ CheckResult check_set_stream(const Context& ctx) {
   ACCELCTL_TRY("accel_set_stream (restore)", accel_set_stream(orig_stream));
   ACCELCTL_TRY("accel_current_stream", accel_current_stream(ctx.device, &cur));
   if (cur != orig_stream) return fail("restoring the original stream did not take effect");
-  return pass(fmt::format("device {} -> {} by set_stream; current_stream returns it", other,
-                          ctx.device));
+  return pass(
+      fmt::format("device {} -> {} by set_stream; current_stream returns it", other, ctx.device));
 }
 
 CheckResult check_event_timing(const Context& ctx) {
@@ -260,8 +260,8 @@ CheckResult check_event_timing(const Context& ctx) {
   if (st == ACCEL_ERROR_NOT_SUPPORTED)
     return unsupported(ctx, ACCEL_CAP_TIMING_EVENTS, "accel_event_create", st, "timing events");
   if (st != ACCEL_SUCCESS) return fail(failure_detail("accel_event_create", st));
-  ACCELCTL_TRY("accel_event_create", accel_event_create(ctx.device, ACCEL_EVENT_ENABLE_TIMING,
-                                                        &end.e));
+  ACCELCTL_TRY("accel_event_create",
+               accel_event_create(ctx.device, ACCEL_EVENT_ENABLE_TIMING, &end.e));
   Stream s;
   ACCELCTL_TRY("accel_stream_create", accel_stream_create(ctx.device, 0, &s.s));
   static const int kSleepMs = 20;
@@ -307,10 +307,10 @@ CheckResult check_event_query(const Context& ctx) {
   if (gated) {
     const accel_status_t q = accel_event_query(ev.e);
     if (q != ACCEL_ERROR_NOT_READY)
-      return fail(fmt::format("query of an event behind a blocked host function gave {}, "
-                              "expected ACCEL_ERROR_NOT_READY{}",
-                              accel_status_name(q),
-                              q == ACCEL_SUCCESS ? "" : ": " + std::string(accel_last_error())));
+      return fail(fmt::format(
+          "query of an event behind a blocked host function gave {}, "
+          "expected ACCEL_ERROR_NOT_READY{}",
+          accel_status_name(q), q == ACCEL_SUCCESS ? "" : ": " + std::string(accel_last_error())));
     gate.release();
   }
   ACCELCTL_TRY("accel_event_synchronize", accel_event_synchronize(ev.e));
@@ -331,7 +331,8 @@ CheckResult check_memory_roundtrip(const Context& ctx) {
   ACCELCTL_TRY("accel_stream_create", accel_stream_create(ctx.device, 0, &s.s));
   DeviceBuffer a(ctx.device), b(ctx.device);
   const accel_status_t alloc = accel_malloc(ctx.device, kBytes, &a.p);
-  if (alloc == ACCEL_ERROR_NOT_SUPPORTED) return absent_group("accel_malloc", alloc, "device memory");
+  if (alloc == ACCEL_ERROR_NOT_SUPPORTED)
+    return absent_group("accel_malloc", alloc, "device memory");
   if (alloc != ACCEL_SUCCESS) return fail(failure_detail("accel_malloc", alloc));
   ACCELCTL_TRY("accel_malloc", accel_malloc(ctx.device, kBytes, &b.p));
   ACCELCTL_TRY("accel_memcpy_async(H2D)",
@@ -358,7 +359,8 @@ CheckResult check_memory_stats(const Context& ctx) {
   ACCELCTL_TRY("accel_memory_stats", accel_memory_stats(ctx.device, &before));
   DeviceBuffer buf(ctx.device);
   const accel_status_t alloc = accel_malloc(ctx.device, kBytes, &buf.p);
-  if (alloc == ACCEL_ERROR_NOT_SUPPORTED) return absent_group("accel_malloc", alloc, "device memory");
+  if (alloc == ACCEL_ERROR_NOT_SUPPORTED)
+    return absent_group("accel_malloc", alloc, "device memory");
   if (alloc != ACCEL_SUCCESS) return fail(failure_detail("accel_malloc", alloc));
   ACCELCTL_TRY("accel_memory_stats", accel_memory_stats(ctx.device, &during));
   const accel_status_t fs = accel_free(buf.p);
@@ -433,18 +435,17 @@ CheckResult check_synchronize(const Context& ctx) {
 
 const std::vector<NamedCheck>& selftest_checks() {
   static const std::vector<NamedCheck> kChecks = {
-    {"device guard", check_device_guard},
-    {"stream create/query/destroy", check_stream},
-    {"set_stream / current_stream", check_set_stream},
-    {"event timing", check_event_timing},
-    {"event query/synchronize", check_event_query},
-    {"memory round-trip", check_memory_roundtrip},
-    {"memory stats", check_memory_stats},
-    {"host function order", check_host_order},
-    {"synchronize", check_synchronize},
+      {"device guard", check_device_guard},
+      {"stream create/query/destroy", check_stream},
+      {"set_stream / current_stream", check_set_stream},
+      {"event timing", check_event_timing},
+      {"event query/synchronize", check_event_query},
+      {"memory round-trip", check_memory_roundtrip},
+      {"memory stats", check_memory_stats},
+      {"host function order", check_host_order},
+      {"synchronize", check_synchronize},
   };
   return kChecks;
 }
-
 
 }  // namespace accelctl

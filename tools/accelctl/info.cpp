@@ -9,8 +9,8 @@
 namespace accelctl {
 
 std::string failure_detail(const char* call, accel_status_t status) {
-  std::string detail = fmt::format("{}: {} ({})", call, accel_status_name(status),
-                                   accel_status_message(status));
+  std::string detail =
+      fmt::format("{}: {} ({})", call, accel_status_name(status), accel_status_message(status));
   const char* last = accel_last_error();
   if (last != nullptr && last[0] != '\0') detail += fmt::format(": {}", last);
   return detail;
@@ -157,7 +157,8 @@ nlohmann::json to_json(const DeviceEntry& d) {
     j["total_memory"] = p.total_memory;
     j["total_memory_gib"] = static_cast<double>(p.total_memory) / (1024.0 * 1024.0 * 1024.0);
     j["uuid"] = p.has_uuid != 0 ? nlohmann::json(uuid_string(p.uuid)) : nlohmann::json(nullptr);
-    j["pci_bus_id"] = p.pci_bus_id[0] != '\0' ? nlohmann::json(p.pci_bus_id) : nlohmann::json(nullptr);
+    j["pci_bus_id"] =
+        p.pci_bus_id[0] != '\0' ? nlohmann::json(p.pci_bus_id) : nlohmann::json(nullptr);
     j["architecture"] = p.architecture;
     j["compute_units"] = p.compute_units;
   } else {

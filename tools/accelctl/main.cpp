@@ -45,8 +45,9 @@ void add_backend_option(CLI::App& app, std::string& name) {
 
 int main(int argc, char** argv) {
   CLI::App app{kDescription, "accelctl"};
-  app.set_version_flag("--version", [] { return std::string(accel_version()); },
-                       "Print the accel library version and exit");
+  app.set_version_flag(
+      "--version", [] { return std::string(accel_version()); },
+      "Print the accel library version and exit");
   app.require_subcommand(0, 1);
 
   bool json = false;
@@ -54,7 +55,8 @@ int main(int argc, char** argv) {
   std::string backend_name;
   add_backend_option(app, backend_name);
 
-  CLI::App* backends = app.add_subcommand("backends", "List every backend candidate and its status");
+  CLI::App* backends =
+      app.add_subcommand("backends", "List every backend candidate and its status");
   backends->footer(
       "List every backend candidate found by discovery: name, resolved path, status\n"
       "(available, no_devices, unavailable, rejected, duplicate), the reason for it,\n"
@@ -67,8 +69,7 @@ int main(int argc, char** argv) {
   add_json_flag(*backends, json);
   add_backend_option(*backends, backend_name);
 
-  CLI::App* devices =
-      app.add_subcommand("devices", "Show the devices of the current accelerator");
+  CLI::App* devices = app.add_subcommand("devices", "Show the devices of the current accelerator");
   devices->footer(
       "Show the properties of every device of the current accelerator: name, vendor,\n"
       "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"

@@ -75,7 +75,10 @@ int run_selftest(bool json) {
         if (r.skipped) c["skipped"] = true;
         checks.push_back(std::move(c));
       } else {
-        fmt::print("  {:<4}  {:<28}  {}\n", r.skipped ? "SKIP" : r.passed ? "PASS" : "FAIL",
+        fmt::print("  {:<4}  {:<28}  {}\n",
+                   r.skipped  ? "SKIP"
+                   : r.passed ? "PASS"
+                              : "FAIL",
                    check.name, r.detail);
         std::fflush(stdout);
       }
@@ -85,9 +88,8 @@ int run_selftest(bool json) {
   accel_set_device_index(orig_device);
 
   if (json) {
-    nlohmann::json j = {{"backend", backend},
-                        {"devices", std::move(devices)},
-                        {"passed", all_passed}};
+    nlohmann::json j = {
+        {"backend", backend}, {"devices", std::move(devices)}, {"passed", all_passed}};
     fmt::print("{}\n", json_document(std::move(j)));
   } else {
     fmt::print("\nselftest {}: {} passed, {} failed, {} skipped\n",

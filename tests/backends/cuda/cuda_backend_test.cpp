@@ -78,8 +78,8 @@ int child_works_body() {
   if (accel_stream_create(1, 0, &s) != ACCEL_SUCCESS) return 14;
   accel_event_t e = nullptr;
   if (accel_event_create(1, ACCEL_EVENT_DEFAULT, &e) != ACCEL_SUCCESS) return 15;
-  if (accel_launch_host_func(s, [](void*) { g_host_calls.fetch_add(1); }, nullptr) !=
-      ACCEL_SUCCESS)
+  if (accel_launch_host_func(
+          s, [](void*) { g_host_calls.fetch_add(1); }, nullptr) != ACCEL_SUCCESS)
     return 16;
   if (accel_event_record(e, s) != ACCEL_SUCCESS) return 17;
   if (accel_event_synchronize(e) != ACCEL_SUCCESS) return 18;

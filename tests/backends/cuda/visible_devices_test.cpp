@@ -71,11 +71,11 @@ TEST_CASE("indices: order / invalid entries / blanks", "[visible]") {
       {"3,1", {3, 1}},
       // [guide] "0,2,-1,1": devices before the invalid index only.
       {"0,2,-1,1", {0, 2}, 3},
-      {"0,7,1", {0}},     // out of range
-      {"2,abc,0", {2}},   // not a number
-      {"1,,2", {1}},      // empty entry
+      {"0,7,1", {0}},    // out of range
+      {"2,abc,0", {2}},  // not a number
+      {"1,,2", {1}},     // empty entry
       {"9", {}},
-      {"+1", {}},         // [driver] strtoul-like, but no sign accepted before the digits
+      {"+1", {}},  // [driver] strtoul-like, but no sign accepted before the digits
       // [driver] blanks around an entry are ignored (PyTorch strips each entry).
       {" 1 , 0 ", {1, 0}},
       {"\t2\n", {2}},
@@ -94,8 +94,7 @@ TEST_CASE("indices: order / invalid entries / blanks", "[visible]") {
 TEST_CASE("GPU- UUIDs and prefixes", "[visible]") {
   check({
       // [guide] full UUIDs as nvidia-smi prints them, in the sequence's order.
-      {"GPU-cccc4444-0000-0000-0000-000000000000,GPU-aaaa1111-0000-0000-0000-000000000000",
-       {3, 0}},
+      {"GPU-cccc4444-0000-0000-0000-000000000000,GPU-aaaa1111-0000-0000-0000-000000000000", {3, 0}},
       // [guide][mps] any prefix that identifies one GPU, "GPU-" included.
       {"GPU-bbbb", {2}},
       {"GPU-cccc4444-0000-0000-0000-000000000000,GPU-aaaa1", {3, 0}},

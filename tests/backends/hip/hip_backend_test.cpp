@@ -63,9 +63,7 @@ Fn sym(void* h, const char* name) {
 }
 #define FAKE_FN(h, f) sym<decltype(&::f)>(h, #f)
 
-bool fake_initialised() {
-  return sym<int (*)()>(fake_runtime(), "fake_hip_initialised")() != 0;
-}
+bool fake_initialised() { return sym<int (*)()>(fake_runtime(), "fake_hip_initialised")() != 0; }
 
 // A fabricated KFD topology (one CPU node, `gpus` GPU nodes with unique ids
 // 0xfa4e000000000000 + i, matching the fake's UUIDs) and a stand-in for
@@ -116,12 +114,14 @@ int child_works_body() {
   if (accel_stream_create(1, 0, &s) != ACCEL_SUCCESS) return 14;
   accel_event_t e = nullptr;
   if (accel_event_create(1, ACCEL_EVENT_DEFAULT, &e) != ACCEL_SUCCESS) return 15;
-  if (accel_launch_host_func(s, [](void*) { g_host_calls.fetch_add(1); }, nullptr) != ACCEL_SUCCESS)
+  if (accel_launch_host_func(
+          s, [](void*) { g_host_calls.fetch_add(1); }, nullptr) != ACCEL_SUCCESS)
     return 16;
   if (accel_event_record(e, s) != ACCEL_SUCCESS) return 17;
   if (accel_event_synchronize(e) != ACCEL_SUCCESS) return 18;
   if (g_host_calls.load() != 1) return 19;
-  if (accel_stream_destroy(s) != ACCEL_SUCCESS || accel_event_destroy(e) != ACCEL_SUCCESS) return 20;
+  if (accel_stream_destroy(s) != ACCEL_SUCCESS || accel_event_destroy(e) != ACCEL_SUCCESS)
+    return 20;
   return 0;
 }
 
@@ -248,7 +248,8 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
   CHECK(accel_is_available() == 0);
 }
 
-TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtime not loaded", "[debian]") {
+TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtime not loaded",
+          "[debian]") {
   if (access("/dev/kfd", F_OK) == 0) {
     std::printf("SKIPPED: /dev/kfd exists: this machine may have an AMD GPU\n");
     WARN("SKIPPED: /dev/kfd exists");
@@ -343,9 +344,9 @@ TEST_CASE("visibility variables: the count and the runtime agree", "[agree]") {
   }
   Topology topo(std::stoi(env("FAKE_HIP_DEVICES")));
   const auto n = static_cast<int32_t>(expect.size());
-  INFO("ROCR_VISIBLE_DEVICES=" << env("ROCR_VISIBLE_DEVICES") << " HIP_VISIBLE_DEVICES="
-                               << env("HIP_VISIBLE_DEVICES") << " CUDA_VISIBLE_DEVICES="
-                               << env("CUDA_VISIBLE_DEVICES"));
+  INFO("ROCR_VISIBLE_DEVICES=" << env("ROCR_VISIBLE_DEVICES")
+                               << " HIP_VISIBLE_DEVICES=" << env("HIP_VISIBLE_DEVICES")
+                               << " CUDA_VISIBLE_DEVICES=" << env("CUDA_VISIBLE_DEVICES"));
 
   // The count, without running HIP code.
   CHECK(accel_device_count() == n);
@@ -479,7 +480,7 @@ TEST_CASE("runtime version: asked only once the runtime is initialised", "[versi
   accel_device_properties_t p;
   std::memset(&p, 0, sizeof p);
   p.struct_size = sizeof p;
-  REQUIRE(accel_get_device_properties(0, &p) == ACCEL_SUCCESS);  // lazy_init: hipInit
+  REQUIRE(accel_get_device_properties(0, &p) == ACCEL_SUCCESS);             // lazy_init: hipInit
   CHECK(hip_info().runtime_version == "HIP runtime 6.0.32830 (60032830)");  // the fake's
 }
 

@@ -44,16 +44,16 @@ std::vector<std::string> first(size_t n) {
   return std::vector<std::string>(kUuids.begin(), kUuids.begin() + static_cast<long>(n));
 }
 
-const HipRules kNewest{};                                      // HIP 6.2 and later
-const HipRules kHip55{/*empty_hides=*/true, /*uuid_tokens=*/false};  // HIP 5.5 - 6.1
+const HipRules kNewest{};                                             // HIP 6.2 and later
+const HipRules kHip55{/*empty_hides=*/true, /*uuid_tokens=*/false};   // HIP 5.5 - 6.1
 const HipRules kHip52{/*empty_hides=*/false, /*uuid_tokens=*/false};  // HIP before 5.5
 
 struct Case {
   const char* rocr;  // nullptr: unset
   const char* hip;
   const char* cuda;
-  V expect;          // physical GPUs, in visible order
-  size_t gpus = 4;   // the first `gpus` of kUuids
+  V expect;         // physical GPUs, in visible order
+  size_t gpus = 4;  // the first `gpus` of kUuids
   HipRules rules = kNewest;
 };
 
@@ -109,9 +109,9 @@ TEST_CASE("ROCR_VISIBLE_DEVICES: the list / its tokens / where it stops", "[visi
       // strtol base 0: hexadecimal after 0x/0X, octal after a leading 0, a sign.
       {"0x2,0X1", nullptr, nullptr, {2, 1}},
       {"03,00", nullptr, nullptr, {3, 0}},
-      {"010", nullptr, nullptr, {}},  // octal 8: out of range
+      {"010", nullptr, nullptr, {}},    // octal 8: out of range
       {"1,08", nullptr, nullptr, {1}},  // '8' is no octal digit: not all consumed
-      {"0x", nullptr, nullptr, {}},   // only "0" is a number, "X" is left over
+      {"0x", nullptr, nullptr, {}},     // only "0" is a number, "X" is left over
       {"+2,-0", nullptr, nullptr, {2, 0}},
       // int32_t devIdx = strtol(...): the long wraps to 32 bits; LONG_MAX
       // (overflow) becomes -1.
@@ -332,9 +332,8 @@ struct TempDir {
 const char* kCpu = "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\n";
 
 std::string gpu(unsigned long long unique, unsigned gfx = 90010, unsigned simd = 416) {
-  return "cpu_cores_count 0\nsimd_count " + std::to_string(simd) +
-         "\ngfx_target_version " + std::to_string(gfx) + "\nunique_id " + std::to_string(unique) +
-         "\nlocation_id 1024\n";
+  return "cpu_cores_count 0\nsimd_count " + std::to_string(simd) + "\ngfx_target_version " +
+         std::to_string(gfx) + "\nunique_id " + std::to_string(unique) + "\nlocation_id 1024\n";
 }
 
 }  // namespace

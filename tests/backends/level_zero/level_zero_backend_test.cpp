@@ -27,13 +27,15 @@ using backend_test::Info;
 
 Info ze_info() { return backend_test::backend_info("level_zero"); }
 
-bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
+bool has(const std::string& hay, const char* needle) {
+  return hay.find(needle) != std::string::npos;
+}
 
-#define REQUIRE_OK(expr)                                                    \
-  do {                                                                      \
-    accel_status_t st_ = (expr);                                            \
+#define REQUIRE_OK(expr)                                                           \
+  do {                                                                             \
+    accel_status_t st_ = (expr);                                                   \
     INFO(#expr << " -> " << accel_status_name(st_) << ": " << accel_last_error()); \
-    REQUIRE(st_ == ACCEL_SUCCESS);                                          \
+    REQUIRE(st_ == ACCEL_SUCCESS);                                                 \
   } while (0)
 
 }  // namespace
@@ -194,15 +196,19 @@ TEST_CASE("a stream destroyed with queued work finishes it", "[destroy-busy]") {
   REQUIRE_OK(accel_stream_create(0, 0, &s));
   static std::atomic<bool> open{false}, ran{false};
   REQUIRE_OK(accel_launch_host_func(
-      s, [](void*) {
+      s,
+      [](void*) {
         while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }, nullptr));
-  REQUIRE_OK(accel_launch_host_func(s, [](void*) { ran.store(true); }, nullptr));
+      },
+      nullptr));
+  REQUIRE_OK(accel_launch_host_func(
+      s, [](void*) { ran.store(true); }, nullptr));
   REQUIRE_OK(accel_stream_destroy(s));  // returns at once: the fake refuses busy lists
   CHECK_FALSE(ran.load());
   open.store(true);
   REQUIRE_OK(accel_synchronize(0));
-  for (int k = 0; k < 2000 && !ran.load(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int k = 0; k < 2000 && !ran.load(); ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(ran.load());
 }
 

@@ -31,11 +31,11 @@ bool has(const std::string& hay, const char* needle) {
   return hay.find(needle) != std::string::npos;
 }
 
-#define REQUIRE_OK(expr)                                                                  \
-  do {                                                                                    \
-    accel_status_t st_ = (expr);                                                          \
-    INFO(#expr << " -> " << accel_status_name(st_) << ": " << accel_last_error());         \
-    REQUIRE(st_ == ACCEL_SUCCESS);                                                        \
+#define REQUIRE_OK(expr)                                                           \
+  do {                                                                             \
+    accel_status_t st_ = (expr);                                                   \
+    INFO(#expr << " -> " << accel_status_name(st_) << ": " << accel_last_error()); \
+    REQUIRE(st_ == ACCEL_SUCCESS);                                                 \
   } while (0)
 
 // The device count the scenario's POCL_DEVICES gives (meson.build sets it).
@@ -78,7 +78,8 @@ void round_trip(int32_t device) {
   ran = 0;
   REQUIRE_OK(accel_event_record(a, s));
   REQUIRE_OK(accel_memcpy_async(d, in.data(), in.size(), ACCEL_MEMCPY_HOST_TO_DEVICE, s));
-  REQUIRE_OK(accel_launch_host_func(s, [](void*) { ran.fetch_add(1); }, nullptr));
+  REQUIRE_OK(accel_launch_host_func(
+      s, [](void*) { ran.fetch_add(1); }, nullptr));
   REQUIRE_OK(accel_memcpy_async(out.data(), d, out.size(), ACCEL_MEMCPY_DEVICE_TO_HOST, s));
   REQUIRE_OK(accel_event_record(b, s));
   REQUIRE_OK(accel_stream_synchronize(s));
@@ -157,8 +158,7 @@ TEST_CASE("PoCL's CPU devices with ACCEL_OPENCL_DEVICE_TYPE=all: devices and pro
   for (int32_t d = 0; d < n; ++d) round_trip(d);
 }
 
-TEST_CASE("the default type hides PoCL's CPU devices and says how to show them",
-          "[default-type]") {
+TEST_CASE("the default type hides PoCL's CPU devices and says how to show them", "[default-type]") {
   Info i = ocl_info();
   REQUIRE(i.found);
   INFO("reason: " << i.reason);

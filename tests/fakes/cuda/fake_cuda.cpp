@@ -209,14 +209,14 @@ CUresult ready() {
   return m.initialised.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
-#define FAKE_READY()                          \
-  do {                                        \
-    CUresult rc_ = ready();                   \
-    if (rc_ != CUDA_SUCCESS) return rc_;      \
+#define FAKE_READY()                     \
+  do {                                   \
+    CUresult rc_ = ready();              \
+    if (rc_ != CUDA_SUCCESS) return rc_; \
   } while (0)
 
-#define FAKE_CONTEXT()                                        \
-  FAKE_READY();                                               \
+#define FAKE_CONTEXT() \
+  FAKE_READY();        \
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT
 
 Device* device_of(CUdevice dev) {
@@ -439,13 +439,26 @@ CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice de
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 0x10 + d->physical; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 8 + d->physical; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      *value = 0x10 + d->physical;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 8 + d->physical;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -652,8 +665,10 @@ CUresult cuEventElapsedTime(float* ms, CUevent hStart, CUevent hEnd) {
   if (((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) != 0)
     return CUDA_ERROR_INVALID_HANDLE;
   std::unique_lock l1(hStart->m, std::defer_lock), l2(hEnd->m, std::defer_lock);
-  if (hStart == hEnd) l1.lock();
-  else std::lock(l1, l2);
+  if (hStart == hEnd)
+    l1.lock();
+  else
+    std::lock(l1, l2);
   if (hStart->generation == 0 || hEnd->generation == 0) return CUDA_ERROR_INVALID_HANDLE;
   if (hStart->completed < hStart->generation || hEnd->completed < hEnd->generation)
     return CUDA_ERROR_NOT_READY;
@@ -791,21 +806,45 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
   };
   // Base names, as the real driver takes them; cuda.h maps the functions
   // defined above to their current versions (cuMemAlloc -> cuMemAlloc_v2).
-#define FAKE_ENTRY(f) {#f, reinterpret_cast<void*>(&f)}
+#define FAKE_ENTRY(f) \
+  { #f, reinterpret_cast < void*>(&f) }
   static const Entry table[] = {
-      FAKE_ENTRY(cuInit), FAKE_ENTRY(cuDriverGetVersion), FAKE_ENTRY(cuGetErrorName),
-      FAKE_ENTRY(cuGetErrorString), FAKE_ENTRY(cuDeviceGetCount), FAKE_ENTRY(cuDeviceGet),
-      FAKE_ENTRY(cuDeviceGetName), FAKE_ENTRY(cuDeviceGetUuid), FAKE_ENTRY(cuDeviceTotalMem),
-      FAKE_ENTRY(cuDeviceGetAttribute), FAKE_ENTRY(cuDevicePrimaryCtxRetain),
-      FAKE_ENTRY(cuDevicePrimaryCtxGetState), FAKE_ENTRY(cuCtxGetCurrent),
-      FAKE_ENTRY(cuCtxSetCurrent), FAKE_ENTRY(cuCtxGetDevice), FAKE_ENTRY(cuCtxSynchronize),
-      FAKE_ENTRY(cuCtxGetStreamPriorityRange), FAKE_ENTRY(cuStreamCreateWithPriority),
-      FAKE_ENTRY(cuStreamDestroy), FAKE_ENTRY(cuStreamQuery), FAKE_ENTRY(cuStreamSynchronize),
-      FAKE_ENTRY(cuStreamWaitEvent), FAKE_ENTRY(cuLaunchHostFunc), FAKE_ENTRY(cuEventCreate),
-      FAKE_ENTRY(cuEventDestroy), FAKE_ENTRY(cuEventRecord), FAKE_ENTRY(cuEventQuery),
-      FAKE_ENTRY(cuEventSynchronize), FAKE_ENTRY(cuEventElapsedTime), FAKE_ENTRY(cuMemAlloc),
-      FAKE_ENTRY(cuMemFree), FAKE_ENTRY(cuMemcpyHtoDAsync), FAKE_ENTRY(cuMemcpyDtoHAsync),
-      FAKE_ENTRY(cuMemcpyDtoDAsync), FAKE_ENTRY(cuMemsetD8Async), FAKE_ENTRY(cuMemGetInfo),
+      FAKE_ENTRY(cuInit),
+      FAKE_ENTRY(cuDriverGetVersion),
+      FAKE_ENTRY(cuGetErrorName),
+      FAKE_ENTRY(cuGetErrorString),
+      FAKE_ENTRY(cuDeviceGetCount),
+      FAKE_ENTRY(cuDeviceGet),
+      FAKE_ENTRY(cuDeviceGetName),
+      FAKE_ENTRY(cuDeviceGetUuid),
+      FAKE_ENTRY(cuDeviceTotalMem),
+      FAKE_ENTRY(cuDeviceGetAttribute),
+      FAKE_ENTRY(cuDevicePrimaryCtxRetain),
+      FAKE_ENTRY(cuDevicePrimaryCtxGetState),
+      FAKE_ENTRY(cuCtxGetCurrent),
+      FAKE_ENTRY(cuCtxSetCurrent),
+      FAKE_ENTRY(cuCtxGetDevice),
+      FAKE_ENTRY(cuCtxSynchronize),
+      FAKE_ENTRY(cuCtxGetStreamPriorityRange),
+      FAKE_ENTRY(cuStreamCreateWithPriority),
+      FAKE_ENTRY(cuStreamDestroy),
+      FAKE_ENTRY(cuStreamQuery),
+      FAKE_ENTRY(cuStreamSynchronize),
+      FAKE_ENTRY(cuStreamWaitEvent),
+      FAKE_ENTRY(cuLaunchHostFunc),
+      FAKE_ENTRY(cuEventCreate),
+      FAKE_ENTRY(cuEventDestroy),
+      FAKE_ENTRY(cuEventRecord),
+      FAKE_ENTRY(cuEventQuery),
+      FAKE_ENTRY(cuEventSynchronize),
+      FAKE_ENTRY(cuEventElapsedTime),
+      FAKE_ENTRY(cuMemAlloc),
+      FAKE_ENTRY(cuMemFree),
+      FAKE_ENTRY(cuMemcpyHtoDAsync),
+      FAKE_ENTRY(cuMemcpyDtoHAsync),
+      FAKE_ENTRY(cuMemcpyDtoDAsync),
+      FAKE_ENTRY(cuMemsetD8Async),
+      FAKE_ENTRY(cuMemGetInfo),
       FAKE_ENTRY(cuGetProcAddress),
   };
 #undef FAKE_ENTRY

@@ -39,10 +39,14 @@ FAKE_NVML_EXPORT int nvmlDeviceGetUuid(nvmlDevice_t device, char* uuid, unsigned
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(int result) {
   switch (result) {
-    case 0: return "Success";
-    case 2: return "Invalid Argument";
-    case 7: return "Insufficient Size";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 2:
+      return "Invalid Argument";
+    case 7:
+      return "Insufficient Size";
+    default:
+      return "Unknown Error";
   }
 }
 

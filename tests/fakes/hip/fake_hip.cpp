@@ -85,8 +85,8 @@ struct ihipStream_t {
   std::mutex m;
   std::condition_variable cv;
   struct Op {
-    std::function<void()> work;     // run without the lock
-    std::shared_ptr<Record> record; // completed after work, with the lock held
+    std::function<void()> work;      // run without the lock
+    std::shared_ptr<Record> record;  // completed after work, with the lock held
   };
   std::deque<Op> queue;
   bool busy = false;
@@ -310,9 +310,9 @@ hipError_t begin() {
   return state().devices.empty() ? hipErrorNoDevice : hipSuccess;
 }
 
-#define FAKE_BEGIN()                        \
-  do {                                      \
-    hipError_t fake_rc_ = begin();          \
+#define FAKE_BEGIN()                             \
+  do {                                           \
+    hipError_t fake_rc_ = begin();               \
     if (fake_rc_ != hipSuccess) return fake_rc_; \
   } while (0)
 
@@ -358,7 +358,8 @@ const Alloc* find_range(const void* p, size_t n, uintptr_t* base_out = nullptr) 
   auto it = s.allocs.upper_bound(addr);
   if (it == s.allocs.begin()) return nullptr;
   --it;
-  if (addr < it->first || addr - it->first > it->second.size || n > it->second.size - (addr - it->first))
+  if (addr < it->first || addr - it->first > it->second.size ||
+      n > it->second.size - (addr - it->first))
     return nullptr;
   if (base_out) *base_out = it->first;
   return &it->second;
@@ -377,31 +378,51 @@ bool is_device_pointer(const void* p) { return is_device_range(p, 1); }
 
 FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
   switch (e) {
-    case hipSuccess: return "hipSuccess";
-    case hipErrorInvalidValue: return "hipErrorInvalidValue";
-    case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
-    case hipErrorInvalidDevicePointer: return "hipErrorInvalidDevicePointer";
-    case hipErrorInvalidMemcpyDirection: return "hipErrorInvalidMemcpyDirection";
-    case hipErrorNoDevice: return "hipErrorNoDevice";
-    case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
-    case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
-    case hipErrorNotReady: return "hipErrorNotReady";
-    default: return "hipErrorUnknown";
+    case hipSuccess:
+      return "hipSuccess";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorInvalidDevicePointer:
+      return "hipErrorInvalidDevicePointer";
+    case hipErrorInvalidMemcpyDirection:
+      return "hipErrorInvalidMemcpyDirection";
+    case hipErrorNoDevice:
+      return "hipErrorNoDevice";
+    case hipErrorInvalidDevice:
+      return "hipErrorInvalidDevice";
+    case hipErrorInvalidHandle:
+      return "hipErrorInvalidHandle";
+    case hipErrorNotReady:
+      return "hipErrorNotReady";
+    default:
+      return "hipErrorUnknown";
   }
 }
 
 FAKE_EXPORT const char* hipGetErrorString(hipError_t e) {
   switch (e) {
-    case hipSuccess: return "no error";
-    case hipErrorInvalidValue: return "invalid argument";
-    case hipErrorOutOfMemory: return "out of memory";
-    case hipErrorInvalidDevicePointer: return "invalid device pointer";
-    case hipErrorInvalidMemcpyDirection: return "invalid copy direction";
-    case hipErrorNoDevice: return "no ROCm-capable device is detected (fake)";
-    case hipErrorInvalidDevice: return "invalid device ordinal";
-    case hipErrorInvalidHandle: return "invalid resource handle";
-    case hipErrorNotReady: return "device not ready";
-    default: return "unknown error";
+    case hipSuccess:
+      return "no error";
+    case hipErrorInvalidValue:
+      return "invalid argument";
+    case hipErrorOutOfMemory:
+      return "out of memory";
+    case hipErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case hipErrorInvalidMemcpyDirection:
+      return "invalid copy direction";
+    case hipErrorNoDevice:
+      return "no ROCm-capable device is detected (fake)";
+    case hipErrorInvalidDevice:
+      return "invalid device ordinal";
+    case hipErrorInvalidHandle:
+      return "invalid resource handle";
+    case hipErrorNotReady:
+      return "device not ready";
+    default:
+      return "unknown error";
   }
 }
 
@@ -574,7 +595,8 @@ FAKE_EXPORT hipError_t hipStreamSynchronize(hipStream_t stream) {
   return hipSuccess;
 }
 
-FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
+FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event,
+                                          unsigned int flags) {
   FAKE_BEGIN();
   if (flags != 0) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
@@ -614,7 +636,8 @@ FAKE_EXPORT hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallbac
 // --- events ----------------------------------------------------------------
 
 FAKE_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags) {
-  if (event == nullptr || (flags & ~(hipEventBlockingSync | hipEventDisableTiming | hipEventInterprocess)) != 0)
+  if (event == nullptr ||
+      (flags & ~(hipEventBlockingSync | hipEventDisableTiming | hipEventInterprocess)) != 0)
     return hipErrorInvalidValue;
   FAKE_BEGIN();
   auto* e = new ihipEvent_t();

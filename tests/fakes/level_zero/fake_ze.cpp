@@ -285,7 +285,8 @@ ze_result_t fDeviceGet(ze_driver_handle_t h, uint32_t* count, ze_device_handle_t
     return ZE_RESULT_SUCCESS;
   }
   if (*count > n) *count = n;
-  for (uint32_t i = 0; i < *count; ++i) devs[i] = reinterpret_cast<ze_device_handle_t>(d->devices[i]);
+  for (uint32_t i = 0; i < *count; ++i)
+    devs[i] = reinterpret_cast<ze_device_handle_t>(d->devices[i]);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -422,7 +423,8 @@ ze_result_t fContextDestroy(ze_context_handle_t h) {
 ze_result_t fCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handle_t dev,
                                         const ze_command_queue_desc_t* desc,
                                         ze_command_list_handle_t* out) {
-  if (checked<FakeContext>(ctx, kContextMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (checked<FakeContext>(ctx, kContextMagic) == nullptr)
+    return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   auto* d = checked<FakeDevice>(dev, kDeviceMagic);
   if (d == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (desc == nullptr || out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -515,7 +517,8 @@ ze_result_t fAppendBarrier(ze_command_list_handle_t h, ze_event_handle_t signal,
 
 ze_result_t fEventPoolCreate(ze_context_handle_t ctx, const ze_event_pool_desc_t* desc, uint32_t,
                              ze_device_handle_t*, ze_event_pool_handle_t* out) {
-  if (checked<FakeContext>(ctx, kContextMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (checked<FakeContext>(ctx, kContextMagic) == nullptr)
+    return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (desc == nullptr || out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
   auto* p = new FakePool();
@@ -582,9 +585,10 @@ ze_result_t fEventHostSynchronize(ze_event_handle_t h, uint64_t timeout_ns) {
     g_cv.wait(lock, [&] { return e->signalled; });
     return ZE_RESULT_SUCCESS;
   }
-  bool ok = g_cv.wait_for(lock, std::chrono::nanoseconds(static_cast<int64_t>(
-                                    std::min<uint64_t>(timeout_ns, INT64_MAX / 2))),
-                          [&] { return e->signalled; });
+  bool ok = g_cv.wait_for(
+      lock,
+      std::chrono::nanoseconds(static_cast<int64_t>(std::min<uint64_t>(timeout_ns, INT64_MAX / 2))),
+      [&] { return e->signalled; });
   return ok ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
 }
 
@@ -617,7 +621,8 @@ ze_result_t fEventQueryKernelTimestamp(ze_event_handle_t h, ze_kernel_timestamp_
 
 ze_result_t fMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t* desc,
                             size_t size, size_t alignment, ze_device_handle_t dev, void** out) {
-  if (checked<FakeContext>(ctx, kContextMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (checked<FakeContext>(ctx, kContextMagic) == nullptr)
+    return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   auto* d = checked<FakeDevice>(dev, kDeviceMagic);
   if (d == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (desc == nullptr || out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -637,7 +642,8 @@ ze_result_t fMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_d
 }
 
 ze_result_t fMemFree(ze_context_handle_t ctx, void* ptr) {
-  if (checked<FakeContext>(ctx, kContextMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (checked<FakeContext>(ctx, kContextMagic) == nullptr)
+    return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   std::lock_guard lock(g_mu);
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_allocs.end()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
@@ -788,11 +794,11 @@ FAKE_EXPORT ze_result_t zesGetMemoryProcAddrTable(ze_api_version_t, zes_memory_d
 }
 
 // Tables the fake leaves empty.
-#define FAKE_EMPTY_TABLE(fn, type)                                   \
-  FAKE_EXPORT ze_result_t fn(ze_api_version_t, type* t) {            \
-    if (t == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;   \
-    *t = {};                                                         \
-    return ZE_RESULT_SUCCESS;                                        \
+#define FAKE_EMPTY_TABLE(fn, type)                                 \
+  FAKE_EXPORT ze_result_t fn(ze_api_version_t, type* t) {          \
+    if (t == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER; \
+    *t = {};                                                       \
+    return ZE_RESULT_SUCCESS;                                      \
   }
 FAKE_EMPTY_TABLE(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
 FAKE_EMPTY_TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)

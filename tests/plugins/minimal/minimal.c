@@ -63,7 +63,8 @@ static accel_status_t minimal_device_count(int32_t* count) {
   g_devices = (int32_t)n;
   *count = g_devices;
   if (g_devices == 0)
-    minimal_error(ACCEL_SUCCESS, MINIMAL_NAME ": ACCEL_MINIMAL_DEVICES is unset or 0, so no devices");
+    minimal_error(ACCEL_SUCCESS,
+                  MINIMAL_NAME ": ACCEL_MINIMAL_DEVICES is unset or 0, so no devices");
   return ACCEL_SUCCESS;
 }
 
@@ -71,7 +72,7 @@ static accel_status_t minimal_device_count(int32_t* count) {
  * is written only when that struct holds it (a core older than this header
  * may pass a shorter one). */
 #define MINIMAL_HOLDS(props, field) \
-  ((props)->struct_size >= offsetof(accel_device_properties_t, field) + sizeof (props)->field)
+  ((props)->struct_size >= offsetof(accel_device_properties_t, field) + sizeof(props)->field)
 
 static accel_status_t minimal_get_device_properties(int32_t device,
                                                     accel_device_properties_t* props) {
