@@ -77,6 +77,17 @@ TEST_CASE("no loader: unavailable naming the library", "[no-loader]") {
   CHECK(accel_is_available() == 0);
 }
 
+// A bare name would be searched along LD_LIBRARY_PATH: the variable would
+// not say which file is loaded, so the plugin refuses it.
+TEST_CASE("a relative ACCEL_ZE_LOADER is refused", "[relative-loader]") {
+  Info i = ze_info();
+  REQUIRE(i.found);
+  INFO("reason: " << i.reason);
+  CHECK(i.status == ACCEL_BACKEND_UNAVAILABLE);
+  CHECK(has(i.reason, "ACCEL_ZE_LOADER='libze_loader.so.1' is not an absolute path"));
+  CHECK(accel_is_available() == 0);
+}
+
 TEST_CASE("a driver without devices: no_devices with a reason", "[zero-devices]") {
   Info i = ze_info();
   REQUIRE(i.found);
