@@ -2,6 +2,7 @@
 // time. The core tracks "never recorded" itself so every backend answers the
 // same way (query complete, synchronize returns at once).
 #include "callbacks.hpp"
+#include "checks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -21,15 +22,6 @@ HandlePool<accel_event_s>& event_pool() {
 
 namespace {
 
-accel_status_t check_event(const char* fn, accel_event_t e, const char* what = "event") {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
-    return st;
-  if (!live(e)) [[unlikely]] {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is {}", fn, what,
-                 e == nullptr ? "NULL" : "not a live event (destroyed?)");
-  }
-  return ensure_ready(*e->backend);
-}
 
 }  // namespace
 

@@ -5,11 +5,13 @@
 #include <cstring>
 
 #include "callbacks.hpp"
+#include "checks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
 #include "memory_table.hpp"
+#include "peer.hpp"
 #include "runtime.hpp"
 
 using namespace accel::core;
@@ -33,6 +35,11 @@ accel_status_t check_device_range(const char* fn, const char* what, const void* 
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                  "{}: {} {} is not inside a live allocation made by accel_malloc", fn, what, p);
   }
+  if (a.type != ACCEL_MEMORY_DEVICE) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: {} {} is host memory ({}); the copy kind says device memory", fn, what, p,
+                 a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_malloc" : "accel_host_register");
+  }
   if (a.backend != s.backend || a.device != s.device) {
     return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                  "{}: {} {} belongs to {} device {} but the stream to {} device {}", fn, what, p,
@@ -50,7 +57,7 @@ accel_status_t check_device_range(const char* fn, const char* what, const void* 
 // A host-side pointer that is really device memory is a mixed-up kind.
 accel_status_t check_host_pointer(const char* fn, const char* what, const void* p) {
   Allocation a;
-  if (find_allocation(p, a)) {
+  if (find_allocation(p, a) && a.type == ACCEL_MEMORY_DEVICE) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                  "{}: {} {} is device memory of {} device {}; the copy kind says host memory", fn,
                  what, p, a.backend->name, a.device);
@@ -58,20 +65,6 @@ accel_status_t check_host_pointer(const char* fn, const char* what, const void* 
   return ACCEL_SUCCESS;
 }
 
-// NULL means the current stream of the current device.
-accel_status_t pick_stream(const char* fn, accel_stream_t& stream) {
-  if (stream == nullptr) {
-    Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    return current_stream(*b, current_device(*b), stream);
-  }
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-  if (!live(stream)) {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)", fn);
-  }
-  return ensure_ready(*stream->backend);
-}
 
 }  // namespace
 
@@ -95,7 +88,7 @@ accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
       return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
                    b->name);
     }
-    record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target});
+    record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target, ACCEL_MEMORY_DEVICE});
     DeviceState& ds = b->devices[target];
     uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t peak = ds.peak.load(std::memory_order_relaxed);
@@ -114,6 +107,10 @@ accel_status_t accel_free(void* ptr) {
     if (ptr == nullptr) return ACCEL_SUCCESS;
     if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Allocation a;
+    if (find_allocation(ptr, a) && a.type != ACCEL_MEMORY_DEVICE) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is host memory; free it with {}", fn, ptr,
+                   a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_free" : "accel_host_unregister");
+    }
     if (!take_allocation(ptr, a)) {
       if (find_allocation(ptr, a)) {
         return failf(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -159,6 +156,16 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     if (dst == nullptr || src == nullptr) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn,
                    dst == nullptr ? "dst" : "src");
+    }
+    if (kind == ACCEL_MEMCPY_DEVICE_TO_DEVICE && (b.capabilities & ACCEL_PLUGIN_CAP_PEER_COPY)) {
+      // Between two devices of the stream's backend: a peer copy, as
+      // cudaMemcpyAsync's cudaMemcpyDeviceToDevice is under unified
+      // addressing. Without the peer group it stays a device mismatch.
+      Allocation d, s;
+      if (find_allocation(dst, d) && find_allocation(src, s) && d.type == ACCEL_MEMORY_DEVICE &&
+          s.type == ACCEL_MEMORY_DEVICE && d.backend == &b && s.backend == &b &&
+          d.device != s.device)
+        return peer_copy(fn, dst, d.device, src, s.device, bytes, stream);
     }
     bool dst_device = kind != ACCEL_MEMCPY_DEVICE_TO_HOST;
     bool src_device = kind != ACCEL_MEMCPY_HOST_TO_DEVICE;

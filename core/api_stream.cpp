@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "callbacks.hpp"
+#include "checks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -24,15 +25,6 @@ HandlePool<accel_stream_s>& stream_pool() {
 
 namespace {
 
-accel_status_t check_stream(const char* fn, accel_stream_t s) {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
-    return st;
-  if (!live(s)) [[unlikely]] {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is {}", fn,
-                 s == nullptr ? "NULL" : "not a live stream (destroyed?)");
-  }
-  return ensure_ready(*s->backend);
-}
 
 // A host function waiting for its own stream would wait for itself.
 accel_status_t check_not_own_stream(const char* fn, const accel_stream_s* s, const char* what) {

@@ -18,6 +18,7 @@
 #include "fork.hpp"
 #include "host_services.hpp"
 #include "log.hpp"
+#include "plugin_groups.hpp"
 #include "runtime_version.hpp"
 #include "search_path.hpp"
 
@@ -246,6 +247,11 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     b.priority = kThirdPartyPriorityMax;
   }
   b.capabilities = b.api.capabilities;
+  if (auto m = check_plugin_groups(b.api, api->struct_size, b.capabilities); !m.empty()) {
+    b.reason = m;
+    return;
+  }
+  b.capabilities = with_group_bits(b.api, b.capabilities);
   if (auto m = missing_required(b.api); !m.empty()) {
     b.reason = m;
     return;
@@ -308,8 +314,8 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   // Capabilities may depend on what device_count found (e.g. an OpenCL
   // extension on some device), so they are final only now.
-  b.capabilities = api->capabilities;
-  b.api.capabilities = api->capabilities;
+  b.capabilities = with_group_bits(b.api, api->capabilities);
+  b.api.capabilities = b.capabilities;
   b.device_count = count;
   b.devices = std::make_unique<DeviceState[]>(static_cast<size_t>(count));
   b.status = count > 0 ? ACCEL_BACKEND_AVAILABLE : ACCEL_BACKEND_NO_DEVICES;

@@ -1,5 +1,6 @@
 #include "memory_table.hpp"
 
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -40,6 +41,25 @@ bool find_allocation(const void* ptr, Allocation& out) {
   --it;
   if (p - it->second.base >= it->second.bytes) return false;
   out = it->second;
+  return true;
+}
+
+bool record_if_disjoint(const Allocation& a, Allocation& overlap) {
+  std::lock_guard lock(g_mutex);
+  // The first entry starting at or after a.base, and the one before it.
+  auto next = g_table.lower_bound(a.base);
+  if (next != g_table.end() && next->first - a.base < a.bytes) {
+    overlap = next->second;
+    return false;
+  }
+  if (next != g_table.begin()) {
+    auto prev = std::prev(next);
+    if (a.base - prev->first < prev->second.bytes) {
+      overlap = prev->second;
+      return false;
+    }
+  }
+  g_table[a.base] = a;
   return true;
 }
 

@@ -1,6 +1,8 @@
-// The core's table of live device allocations: routes accel_free to the
-// right backend, checks pointer ranges before a plugin sees them, and feeds
-// the per-device statistics.
+// The core's table of live memory it made or registered: device
+// allocations, pinned host allocations and registered host ranges. Routes
+// accel_free / accel_host_free to the right backend, checks pointer ranges
+// before a plugin sees them, answers accel_pointer_get_attributes, and feeds
+// the statistics. Ranges never overlap (registration checks it).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,9 @@ struct Allocation {
   uintptr_t base = 0;
   size_t bytes = 0;
   Backend* backend = nullptr;
-  int32_t device = 0;
+  int32_t device = 0;  // device allocations only; -1 for host memory
+  // ACCEL_MEMORY_DEVICE, ACCEL_MEMORY_HOST_PINNED or ACCEL_MEMORY_HOST_REGISTERED.
+  accel_memory_type_t type = ACCEL_MEMORY_DEVICE;
 };
 
 std::mutex& allocation_mutex();
@@ -25,5 +29,8 @@ void record_allocation(const Allocation& a);
 bool take_allocation(const void* ptr, Allocation& out);
 // The allocation containing `ptr`, if any.
 bool find_allocation(const void* ptr, Allocation& out);
+// Records `a` unless [a.base, a.base + a.bytes) overlaps a live entry; then
+// returns false and that entry in `overlap`.
+bool record_if_disjoint(const Allocation& a, Allocation& overlap);
 
 }  // namespace accel::core

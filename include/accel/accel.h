@@ -479,6 +479,357 @@ ACCEL_API accel_status_t accel_get_device_properties(int32_t device,
                                                      accel_device_properties_t* props);
 
 /* ------------------------------------------------------------------------ */
+/* Device attributes and capability                                           */
+/* ------------------------------------------------------------------------ */
+
+/* One numeric fact about a device: ACCEL_DEVICE_ATTR_MAP(XX) lists each as
+ * XX(NAME, value, "name as accel_device_attr_name gives it", unit). The
+ * shape of cudaDeviceGetAttribute / cuDeviceGetAttribute, with each
+ * vendor's equivalent (sycl::info::device, clGetDeviceInfo,
+ * zeDeviceGetComputeProperties, hipDeviceGetAttribute). Append-only: values
+ * never change, new attributes get new values.
+ *
+ *  COMPUTE_CAPABILITY_MAJOR/MINOR  CUDA compute capability (9.0 for sm_90);
+ *                      HIP: the gfx version's major and minor (gfx90a:
+ *                      9, 0); Level Zero: the IP version's architecture
+ *                      and release; OpenCL: the device's OpenCL version.
+ *  COMPUTE_CAPABILITY_STEPPING  HIP: the gfx stepping (gfx90a: 10);
+ *                      Level Zero: the IP version's revision.
+ *  WARP_SIZE           threads that execute in lock-step: warp (CUDA),
+ *                      wavefront (HIP), the largest sub-group size
+ *                      (Level Zero, OpenCL).
+ *  MAX_THREADS_PER_BLOCK  work-items in one block / work-group.
+ *  MAX_BLOCK_DIM_X/Y/Z    largest block / work-group size per dimension.
+ *  MAX_GRID_DIM_X/Y/Z     largest grid per dimension, in blocks.
+ *  SHARED_MEMORY_PER_BLOCK  bytes of shared / local memory one block may use.
+ *  MULTIPROCESSOR_COUNT   SMs (CUDA), CUs (HIP), EU count or compute units.
+ *  CLOCK_RATE_KHZ      peak core clock in kHz.
+ *  MEMORY_BUS_WIDTH    global memory bus width in bits.
+ *  L2_CACHE_SIZE       bytes of L2 (last-level) cache.
+ *  MAX_ALLOCATION_SIZE largest single accel_malloc, in bytes
+ *                      (CL_DEVICE_MAX_MEM_ALLOC_SIZE, maxMemAllocSize).
+ *  INTEGRATED          1 if the device shares memory with the host.
+ *  UNIFIED_ADDRESSING  1 if host and device share one virtual address space.
+ *  MANAGED_MEMORY      1 if the device supports managed / shared memory.
+ *  CONCURRENT_KERNELS  1 if kernels of different streams may run at once.
+ *  ASYNC_ENGINE_COUNT  copy engines that overlap copies with compute.
+ *  ECC_ENABLED         1 if ECC is on for the device memory. */
+#define ACCEL_DEVICE_ATTR_MAP(XX)                                                 \
+  XX(COMPUTE_CAPABILITY_MAJOR, 0, "compute_capability_major", "")                 \
+  XX(COMPUTE_CAPABILITY_MINOR, 1, "compute_capability_minor", "")                 \
+  XX(COMPUTE_CAPABILITY_STEPPING, 2, "compute_capability_stepping", "")           \
+  XX(WARP_SIZE, 3, "warp_size", "threads")                                        \
+  XX(MAX_THREADS_PER_BLOCK, 4, "max_threads_per_block", "threads")                \
+  XX(MAX_BLOCK_DIM_X, 5, "max_block_dim_x", "threads")                            \
+  XX(MAX_BLOCK_DIM_Y, 6, "max_block_dim_y", "threads")                            \
+  XX(MAX_BLOCK_DIM_Z, 7, "max_block_dim_z", "threads")                            \
+  XX(MAX_GRID_DIM_X, 8, "max_grid_dim_x", "blocks")                               \
+  XX(MAX_GRID_DIM_Y, 9, "max_grid_dim_y", "blocks")                               \
+  XX(MAX_GRID_DIM_Z, 10, "max_grid_dim_z", "blocks")                              \
+  XX(SHARED_MEMORY_PER_BLOCK, 11, "shared_memory_per_block", "bytes")             \
+  XX(MULTIPROCESSOR_COUNT, 12, "multiprocessor_count", "")                        \
+  XX(CLOCK_RATE_KHZ, 13, "clock_rate_khz", "kHz")                                 \
+  XX(MEMORY_BUS_WIDTH, 14, "memory_bus_width", "bits")                            \
+  XX(L2_CACHE_SIZE, 15, "l2_cache_size", "bytes")                                 \
+  XX(MAX_ALLOCATION_SIZE, 16, "max_allocation_size", "bytes")                     \
+  XX(INTEGRATED, 17, "integrated", "")                                            \
+  XX(UNIFIED_ADDRESSING, 18, "unified_addressing", "")                            \
+  XX(MANAGED_MEMORY, 19, "managed_memory", "")                                    \
+  XX(CONCURRENT_KERNELS, 20, "concurrent_kernels", "")                            \
+  XX(ASYNC_ENGINE_COUNT, 21, "async_engine_count", "")                            \
+  XX(ECC_ENABLED, 22, "ecc_enabled", "")
+
+#define ACCEL_DEVICE_ATTR_ENUMERATOR_(name, value, text, unit) ACCEL_DEVICE_ATTR_##name = value,
+typedef enum accel_device_attr {
+  ACCEL_DEVICE_ATTR_MAP(ACCEL_DEVICE_ATTR_ENUMERATOR_)
+  ACCEL_DEVICE_ATTR_FORCE_INT32 = 0x7fffffff /* fixes the size; not an attribute */
+} accel_device_attr_t;
+#undef ACCEL_DEVICE_ATTR_ENUMERATOR_
+
+/* Number of attributes; every value in [0, ACCEL_DEVICE_ATTR_COUNT) is one. */
+#define ACCEL_DEVICE_ATTR_COUNT 23
+
+/* "compute_capability_major", ...; NULL for a value outside the map. Static
+ * storage, thread-safe. */
+ACCEL_API const char* accel_device_attr_name(accel_device_attr_t attr);
+
+/* Reads one attribute of `device` (negative: current) into *value.
+ * Initialises the backend. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (value
+ * NULL, attr outside [0, ACCEL_DEVICE_ATTR_COUNT)), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED (the backend has no
+ * attributes, or cannot answer this one: the detail says which),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. *value is unchanged on
+ * failure. Thread-safe. cudaDeviceGetAttribute. */
+ACCEL_API accel_status_t accel_device_get_attribute(int32_t device, accel_device_attr_t attr,
+                                                    int64_t* value);
+
+/* Element types, numbered as PyTorch's c10::ScalarType (torch.uint8 = 0,
+ * ...), so a bit of accel_device_capability_t.supported_dtypes is the
+ * ScalarType of the same number. Append-only. */
+typedef enum accel_dtype {
+  ACCEL_DTYPE_UINT8 = 0,
+  ACCEL_DTYPE_INT8 = 1,
+  ACCEL_DTYPE_INT16 = 2,
+  ACCEL_DTYPE_INT32 = 3,
+  ACCEL_DTYPE_INT64 = 4,
+  ACCEL_DTYPE_FLOAT16 = 5,
+  ACCEL_DTYPE_FLOAT32 = 6,
+  ACCEL_DTYPE_FLOAT64 = 7,
+  ACCEL_DTYPE_COMPLEX32 = 8,
+  ACCEL_DTYPE_COMPLEX64 = 9,
+  ACCEL_DTYPE_COMPLEX128 = 10,
+  ACCEL_DTYPE_BOOL = 11,
+  ACCEL_DTYPE_BFLOAT16 = 15,
+  ACCEL_DTYPE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a type */
+} accel_dtype_t;
+
+/* Bit of one dtype in supported_dtypes. */
+#define ACCEL_DTYPE_BIT(dtype) (UINT64_C(1) << (unsigned)(dtype))
+
+/* What a device supports, as torch.accelerator.get_device_capability
+ * reports it. */
+typedef struct accel_device_capability_s {
+  size_t struct_size;        /* set by the caller: sizeof(accel_device_capability_t) */
+  /* ACCEL_DTYPE_BIT of every element type tensors of which can be allocated
+   * on the device and converted between (torch's "supported_dtypes"). */
+  uint64_t supported_dtypes;
+} accel_device_capability_t;
+
+/* Fills *capability for `device` (negative: current). As in torch, every
+ * dtype above is supported unless the backend says otherwise (OpenCL and
+ * Level Zero clear FLOAT64 and COMPLEX128 on devices without double
+ * precision, FLOAT16 and COMPLEX32 without half precision). Initialises the
+ * backend. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (capability NULL or
+ * struct_size < sizeof(size_t)), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
+ * torch.accelerator.get_device_capability. */
+ACCEL_API accel_status_t accel_get_device_capability(int32_t device,
+                                                     accel_device_capability_t* capability);
+
+/* ------------------------------------------------------------------------ */
+/* Interop: native handles                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Which vendor's objects an accel_native_handle_t holds. Append-only;
+ * third-party backends use values from ACCEL_NATIVE_VENDOR_BASE up and say
+ * which in their documentation. */
+typedef enum accel_native_type {
+  ACCEL_NATIVE_NONE = 0,
+  ACCEL_NATIVE_CUDA = 1,       /* CUDA Driver API */
+  ACCEL_NATIVE_HIP = 2,        /* HIP runtime */
+  ACCEL_NATIVE_LEVEL_ZERO = 3, /* Level Zero */
+  ACCEL_NATIVE_OPENCL = 4,     /* OpenCL */
+  ACCEL_NATIVE_SIM = 5,        /* accel's simulator (plugins/sim/README.md) */
+  ACCEL_NATIVE_VENDOR_BASE = 0x10000,
+  ACCEL_NATIVE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a type */
+} accel_native_type_t;
+
+/* A vendor object behind an accel stream, event or device: a tagged
+ * struct, so the receiver checks `type` before casting `handle`.
+ *
+ *              stream              event                 device
+ *  CUDA        CUstream            CUevent               handle NULL
+ *  HIP         hipStream_t         hipEvent_t            handle NULL
+ *  Level Zero  ze_command_list_    ze_event_handle_t of  ze_device_handle_t
+ *              handle_t (immediate) the latest record
+ *  OpenCL      cl_command_queue    cl_event of the       cl_device_id
+ *              (in-order)          latest record
+ *  sim         sim queue           sim event             sim device
+ *
+ * `context` is the CUcontext (the device's primary context), NULL (HIP),
+ * the ze_context_handle_t or the cl_context the object lives in; `ordinal`
+ * is the vendor's device number (CUdevice, hipDevice_t) or -1 where the
+ * vendor names devices by handle. Level Zero and OpenCL make a new vendor
+ * event per record: an event's handle is that of its latest record, NULL
+ * before the first. */
+typedef struct accel_native_handle_s {
+  size_t struct_size;          /* set by the caller: sizeof(accel_native_handle_t) */
+  accel_native_type_t type;    /* ACCEL_NATIVE_*: what the members below are */
+  const char* backend;         /* the backend's name ("cuda"); static storage */
+  void* handle;                /* the object itself (see the table) */
+  void* context;               /* its vendor context, or NULL */
+  int64_t ordinal;             /* vendor device number, or -1 */
+} accel_native_handle_t;
+
+/* The vendor queue accel submits `stream`'s work to (NULL: the current
+ * stream). Borrowed: valid while the stream lives; never destroy it. Work a
+ * program enqueues on it through the vendor API is ordered with accel's
+ * work on the stream, both ways, as if accel had queued it. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (out NULL, struct_size too small, stream not
+ * live), ACCEL_ERROR_NOT_SUPPORTED (the backend has no native handles: an
+ * ABI 1.0 plugin or one without ACCEL_CAP_NATIVE_HANDLES), ACCEL_ERROR_FORKED.
+ * Thread-safe. torch's Stream.native_handle, urQueueGetNativeHandle. */
+ACCEL_API accel_status_t accel_stream_native_handle(accel_stream_t stream,
+                                                    accel_native_handle_t* out);
+
+/* The vendor event behind `event` (see the table: for Level Zero and
+ * OpenCL that of its latest record, NULL before the first). Borrowed: valid
+ * until the event is destroyed, or recorded again where a record makes a new
+ * vendor event. Statuses as accel_stream_native_handle. cudaEvent_t of
+ * torch.cuda.Event, urEventGetNativeHandle. */
+ACCEL_API accel_status_t accel_event_native_handle(accel_event_t event,
+                                                   accel_native_handle_t* out);
+
+/* The vendor device and context of `device` (negative: current). Borrowed:
+ * valid until process exit. Initialises the backend. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. urDeviceGetNativeHandle. */
+ACCEL_API accel_status_t accel_device_native_handle(int32_t device, accel_native_handle_t* out);
+
+/* Flags of accel_stream_from_native. */
+#define ACCEL_NATIVE_TAKE_OWNERSHIP 1u /* accel_stream_destroy destroys the vendor queue */
+
+/* Wraps a vendor queue the program made (`native->type` the current
+ * accelerator's, `native->handle` the queue, as the table above) as an
+ * accel stream of `device` (negative: current). It then works wherever an
+ * accel stream does (accel_set_stream, events, copies, host functions,
+ * guards) and accel_stream_destroy releases the wrapper: the queue itself
+ * only with ACCEL_NATIVE_TAKE_OWNERSHIP, otherwise it must outlive the
+ * wrapper and stays the program's. The backend checks what the vendor lets
+ * it check (the queue's device and context against `device`'s: CUDA,
+ * HIP, OpenCL; an OpenCL queue must be in order, a Level Zero command list
+ * immediate) and the detail of a refusal says what was wrong; what cannot
+ * be checked (Level Zero cannot tell a list's device on loader 1.8) is the
+ * caller's promise. The stream's priority is 0 unless the vendor reports
+ * one. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (native or stream NULL,
+ * struct_size too small, handle NULL, unknown flag bits, a queue the
+ * backend refuses), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
+ * queue of another device or context), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
+ * torch.cuda.ExternalStream, urQueueCreateWithNativeHandle. */
+ACCEL_API accel_status_t accel_stream_from_native(int32_t device,
+                                                  const accel_native_handle_t* native,
+                                                  uint32_t flags, accel_stream_t* stream);
+
+/* ------------------------------------------------------------------------ */
+/* Page-locked (pinned) host memory                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Allocates `bytes` of page-locked host memory through the current
+ * accelerator (cuMemHostAlloc with CU_MEMHOSTALLOC_PORTABLE, hipHostMalloc,
+ * zeMemAllocHost, OpenCL fine-grained SVM or a mapped pinned buffer): copies
+ * between it and device memory of any device of that backend are truly
+ * asynchronous. flags must be 0 (reserved). Counted in the host fields of
+ * accel_memory_stats. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL,
+ * bytes 0, unknown flags), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_NOT_SUPPORTED (the backend has no host memory: ABI 1.0 or
+ * without ACCEL_CAP_HOST_MEMORY), ACCEL_ERROR_OUT_OF_MEMORY,
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
+ * cudaMallocHost / cuMemHostAlloc. */
+ACCEL_API accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr);
+
+/* Frees memory from accel_host_malloc; NULL is a no-op. Like accel_free it
+ * does not wait for queued copies: synchronize first. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (not a live accel_host_malloc pointer, or one
+ * inside such an allocation), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * Thread-safe. cudaFreeHost. */
+ACCEL_API accel_status_t accel_host_free(void* ptr);
+
+/* Page-locks `bytes` of existing host memory at `ptr` for the current
+ * accelerator (cuMemHostRegister, hipHostRegister; Level Zero and OpenCL,
+ * which cannot pin memory they did not allocate, record the range and copy
+ * from it as from pageable memory: the backend's README says so). flags
+ * must be 0. Ranges may not overlap a registered range or memory of
+ * accel_malloc / accel_host_malloc. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
+ * (ptr NULL, bytes 0, unknown flags, an overlap), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. cudaHostRegister. */
+ACCEL_API accel_status_t accel_host_register(void* ptr, size_t bytes, uint32_t flags);
+
+/* Undoes accel_host_register(ptr, ...); `ptr` must be the registered start.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (not a registered start),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
+ * cudaHostUnregister. */
+ACCEL_API accel_status_t accel_host_unregister(void* ptr);
+
+/* What a pointer points into, as far as accel knows. */
+typedef enum accel_memory_type {
+  ACCEL_MEMORY_UNKNOWN = 0,         /* not memory accel allocated or registered */
+  ACCEL_MEMORY_DEVICE = 1,          /* accel_malloc */
+  ACCEL_MEMORY_HOST_PINNED = 2,     /* accel_host_malloc */
+  ACCEL_MEMORY_HOST_REGISTERED = 3, /* accel_host_register */
+  ACCEL_MEMORY_TYPE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a type */
+} accel_memory_type_t;
+
+typedef struct accel_pointer_attributes_s {
+  size_t struct_size;          /* set by the caller: sizeof(accel_pointer_attributes_t) */
+  accel_memory_type_t type;
+  const char* backend;         /* the backend that owns it; "" for UNKNOWN */
+  int32_t device;              /* device index for DEVICE; -1 otherwise */
+  void* base;                  /* start of the allocation or registered range; NULL if UNKNOWN */
+  size_t size;                 /* its size in bytes; 0 if UNKNOWN */
+} accel_pointer_attributes_t;
+
+/* Describes the allocation `ptr` lies in (any byte of it, not only its
+ * start). Host memory accel does not know is ACCEL_MEMORY_UNKNOWN with
+ * ACCEL_SUCCESS: only memory made or registered through accel is tracked.
+ * Never initialises a backend. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
+ * (attrs NULL or struct_size < sizeof(size_t)). Thread-safe.
+ * cudaPointerGetAttributes. */
+ACCEL_API accel_status_t accel_pointer_get_attributes(const void* ptr,
+                                                      accel_pointer_attributes_t* attrs);
+
+/* ------------------------------------------------------------------------ */
+/* Peer access and copies between devices                                     */
+/* ------------------------------------------------------------------------ */
+
+/* *can_access = 1 if kernels and copies on `device` can reach memory of
+ * `peer` directly once accel_device_enable_peer_access(device, peer) was
+ * called (cuDeviceCanAccessPeer, hipDeviceCanAccessPeer,
+ * zeDeviceCanAccessPeer), else 0 (OpenCL, sim, a device with itself).
+ * Copies between the two work either way (accel_memcpy_peer_async).
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (can_access NULL),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_NOT_SUPPORTED (no peer group in the backend), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. torch.cuda.can_device_access_peer. */
+ACCEL_API accel_status_t accel_device_can_access_peer(int32_t device, int32_t peer,
+                                                      int32_t* can_access);
+
+/* Lets `device` access memory of `peer` directly (one direction; call it
+ * both ways for both). Calling it again is not an error. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (device == peer), ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED (the two cannot: see
+ * accel_device_can_access_peer), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. cuCtxEnablePeerAccess. */
+ACCEL_API accel_status_t accel_device_enable_peer_access(int32_t device, int32_t peer);
+
+/* Queues a copy of `bytes` from device memory `src` of `src_device` to
+ * device memory `dst` of `dst_device` (both of the current accelerator;
+ * negative: current) on `stream` (NULL: the current stream; it may belong
+ * to either device). Stream-ordered like every copy; directly where the
+ * vendor can (CUDA and HIP peer copies, Level Zero copies between devices of
+ * one context), staged through host memory by the backend otherwise
+ * (OpenCL, sim), which is slower and still ordered. accel_memcpy_async with
+ * ACCEL_MEMCPY_DEVICE_TO_DEVICE between two devices does the same. Statuses
+ * as accel_memcpy_async, plus ACCEL_ERROR_DEVICE_MISMATCH (a pointer not of
+ * the device named for it, or a stream of neither device) and
+ * ACCEL_ERROR_NOT_SUPPORTED (no peer group in the backend).
+ * cuMemcpyPeerAsync. */
+ACCEL_API accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, const void* src,
+                                                 int32_t src_device, size_t bytes,
+                                                 accel_stream_t stream);
+
+/* Statistics of accel_host_malloc / accel_host_register over the whole
+ * process (host memory belongs to no device). */
+typedef struct accel_host_memory_stats_s {
+  size_t struct_size;              /* set by the caller: sizeof(accel_host_memory_stats_t) */
+  uint64_t allocated_bytes;        /* bytes of live accel_host_malloc allocations */
+  uint64_t peak_allocated_bytes;   /* maximum of allocated_bytes since start */
+  uint64_t allocation_count;       /* live accel_host_malloc allocations */
+  uint64_t total_allocations;      /* accel_host_malloc successes since start */
+  uint64_t registered_bytes;       /* bytes in live accel_host_register ranges */
+  uint64_t registered_count;       /* live registered ranges */
+} accel_host_memory_stats_t;
+
+/* Fills *stats. Never initialises a backend. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (stats NULL or struct_size < sizeof(size_t)).
+ * Thread-safe. torch.cuda.host_memory_stats. */
+ACCEL_API accel_status_t accel_host_memory_stats(accel_host_memory_stats_t* stats);
+
+/* ------------------------------------------------------------------------ */
 /* Backend introspection (diagnostics: what accelctl shows)                   */
 /* ------------------------------------------------------------------------ */
 
@@ -510,6 +861,17 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 /* accel_stream_wait_event accepts an event of another device of the same
  * backend (cuStreamWaitEvent's and torch's Stream.wait_event semantics). */
 #define ACCEL_CAP_CROSS_DEVICE_WAIT (1u << 6)
+/* The backend fills the native-handle group of ABI 1.1
+ * (accel_stream_native_handle and friends, accel_stream_from_native). */
+#define ACCEL_CAP_NATIVE_HANDLES (1u << 7)
+/* The backend fills the host-memory group (accel_host_malloc and friends). */
+#define ACCEL_CAP_HOST_MEMORY (1u << 8)
+/* The backend fills the peer group (accel_memcpy_peer_async and peer
+ * access queries). Says nothing about direct access between two devices:
+ * accel_device_can_access_peer answers that. */
+#define ACCEL_CAP_PEER_COPY (1u << 9)
+/* The backend answers accel_device_get_attribute. */
+#define ACCEL_CAP_DEVICE_ATTRIBUTES (1u << 10)
 
 typedef struct accel_backend_info_s {
   size_t struct_size; /* set by the caller: sizeof(accel_backend_info_t) */

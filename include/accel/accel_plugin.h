@@ -126,6 +126,12 @@ struct accel_host_services {
 #define ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE ACCEL_CAP_DISCOVERY_FORK_SAFE
 /* stream_wait_event accepts an event of another device of this backend. */
 #define ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT ACCEL_CAP_CROSS_DEVICE_WAIT
+/* ABI 1.1 groups: each bit says the plugin fills that group of members
+ * (all of its members, or the plugin is rejected: plugin-abi rule 19). */
+#define ACCEL_PLUGIN_CAP_NATIVE_HANDLES ACCEL_CAP_NATIVE_HANDLES
+#define ACCEL_PLUGIN_CAP_HOST_MEMORY ACCEL_CAP_HOST_MEMORY
+#define ACCEL_PLUGIN_CAP_PEER_COPY ACCEL_CAP_PEER_COPY
+#define ACCEL_PLUGIN_CAP_DEVICE_ATTRIBUTES ACCEL_CAP_DEVICE_ATTRIBUTES
 
 /* Opaque plugin-owned objects. */
 typedef void* accel_plugin_stream_t;
@@ -284,6 +290,77 @@ typedef struct accel_plugin_api {
    * when the vendor query failed. The core keeps the first ACCEL_SUCCESS
    * answer for the life of the process. */
   accel_status_t (*runtime_version)(char* buf, size_t size);
+
+  /* --- ABI 1.1: native handles (optional as a group: all or none, with
+   *     ACCEL_PLUGIN_CAP_NATIVE_HANDLES) ------------------------------------ */
+
+  /* Fill *out (struct_size set by the core to the full struct, pre-zeroed)
+   * with the vendor queue `stream` submits to: type, backend (the plugin's
+   * name), handle, context, ordinal as accel.h's table says. The handle is
+   * borrowed and must stay valid while the stream lives; work the program
+   * enqueues on it must be ordered with the plugin's own work on the stream
+   * (so the plugin submits everything to that one queue, in order). */
+  accel_status_t (*stream_native_handle)(accel_plugin_stream_t stream, accel_native_handle_t* out);
+  /* The same for an event (the vendor event of its latest record where a
+   * record makes a new one; handle NULL before the first record). */
+  accel_status_t (*event_native_handle)(accel_plugin_event_t event, accel_native_handle_t* out);
+  /* The same for a device: its vendor device and context. */
+  accel_status_t (*device_native_handle)(int32_t device, accel_native_handle_t* out);
+  /* Wrap the program's vendor queue native->handle (native->type already
+   * checked by the core to be this plugin's type of the stream table) as a
+   * stream of `device`. Check what the vendor lets the plugin check (device,
+   * context, in-order) and refuse with ACCEL_ERROR_INVALID_ARGUMENT or
+   * ACCEL_ERROR_DEVICE_MISMATCH and a detail saying what was wrong.
+   * stream_destroy on the result must destroy the vendor queue only when
+   * flags has ACCEL_NATIVE_TAKE_OWNERSHIP; queued work still completes
+   * either way. Everything else works on it as on a stream_create one. */
+  accel_status_t (*stream_from_native)(int32_t device, const accel_native_handle_t* native,
+                                       uint32_t flags, accel_plugin_stream_t* stream);
+
+  /* --- ABI 1.1: host memory (optional as a group, with
+   *     ACCEL_PLUGIN_CAP_HOST_MEMORY) -------------------------------------- */
+
+  /* Page-locked host memory usable for asynchronous copies with every device
+   * of the backend. flags is 0. The core tracks the allocation. */
+  accel_status_t (*host_alloc)(size_t bytes, uint32_t flags, void** ptr);
+  /* Free a host_alloc pointer (the core checked it is one, at its start). */
+  accel_status_t (*host_free)(void* ptr);
+  /* Page-lock [ptr, ptr + bytes) where the vendor can; where it cannot,
+   * return ACCEL_SUCCESS and copy from it as from pageable memory (say so in
+   * the plugin's README). The core checked the range overlaps nothing. */
+  accel_status_t (*host_register)(void* ptr, size_t bytes, uint32_t flags);
+  /* Undo host_register(ptr, ...) (the core checked ptr is a range start). */
+  accel_status_t (*host_unregister)(void* ptr);
+
+  /* --- ABI 1.1: peer copies (optional as a group, with
+   *     ACCEL_PLUGIN_CAP_PEER_COPY) ---------------------------------------- */
+
+  /* *can_access = 1 if `device` can reach `peer`'s memory directly after
+   * device_enable_peer_access; 0 otherwise. device != peer (core-checked). */
+  accel_status_t (*device_can_access_peer)(int32_t device, int32_t peer, int32_t* can_access);
+  /* Enable that access; ACCEL_SUCCESS if it already is; ACCEL_ERROR_NOT_SUPPORTED
+   * (with the reason) if the two cannot. device != peer (core-checked). */
+  accel_status_t (*device_enable_peer_access)(int32_t device, int32_t peer);
+  /* Queue a copy from `src` (allocation of src_device) to `dst` (of
+   * dst_device) on `stream` (of one of the two; the core checked all of
+   * it, devices differ). Ordered with the stream's other work; staged
+   * through host memory by the plugin where the vendor cannot copy
+   * directly. */
+  accel_status_t (*memcpy_peer_async)(void* dst, int32_t dst_device, const void* src,
+                                      int32_t src_device, size_t bytes,
+                                      accel_plugin_stream_t stream);
+
+  /* --- ABI 1.1: device attributes (optional as a group, with
+   *     ACCEL_PLUGIN_CAP_DEVICE_ATTRIBUTES) -------------------------------- */
+
+  /* One attribute (attr in [0, ACCEL_DEVICE_ATTR_COUNT), core-checked);
+   * ACCEL_ERROR_NOT_SUPPORTED with the reason for one the vendor cannot
+   * answer. */
+  accel_status_t (*device_get_attribute)(int32_t device, accel_device_attr_t attr,
+                                         int64_t* value);
+  /* Clear, in capability->supported_dtypes (which the core sets to every
+   * dtype of accel.h first), the dtypes the device cannot hold. */
+  accel_status_t (*get_device_capability)(int32_t device, accel_device_capability_t* capability);
 } accel_plugin_api_t;
 
 /* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):

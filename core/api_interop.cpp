@@ -1,0 +1,162 @@
+// Native handles (ABI 1.1): the vendor objects behind accel's streams, events
+// and devices, and accel streams that wrap a vendor queue the program made.
+#include <cstring>
+
+#include "checks.hpp"
+#include "guard.hpp"
+#include "host_services.hpp"
+#include "plugin_groups.hpp"
+
+using namespace accel::core;
+
+namespace {
+
+accel_status_t check_out(const char* fn, const accel_native_handle_t* out) {
+  if (out == nullptr || out->struct_size < sizeof(size_t)) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: out is NULL or its struct_size is not set (set it to "
+                 "sizeof(accel_native_handle_t))",
+                 fn);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// Runs the plugin's query into a zeroed full-size struct, then copies as
+// much as the caller's struct_size holds: a caller built against an older
+// accel.h never gets bytes past its struct.
+template <typename Query>
+accel_status_t fill_native(const char* fn, Backend& b, const char* op,
+                           accel_native_handle_t* out, Query&& query) {
+  accel_native_handle_t full{};
+  full.struct_size = sizeof full;
+  full.ordinal = -1;
+  auto st = call_plugin(b, op, [&] { return query(&full); });
+  if (st != ACCEL_SUCCESS) return st;
+  if (full.type == ACCEL_NATIVE_NONE) {
+    return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and no handle type", fn,
+                 b.name);
+  }
+  full.backend = b.name.c_str();  // the core's copy: static storage for the caller
+  size_t caller_size = out->struct_size;
+  std::memcpy(out, &full, std::min(caller_size, sizeof full));
+  out->struct_size = caller_size;
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
+    if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    Backend& b = *stream->backend;
+    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
+      return st;
+    return fill_native(fn, b, "stream_native_handle", out, [&](accel_native_handle_t* h) {
+      return b.api.stream_native_handle(stream->native, h);
+    });
+  });
+}
+
+accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handle_t* out) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
+    Backend& b = *event->backend;
+    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
+      return st;
+    return fill_native(fn, b, "event_native_handle", out, [&](accel_native_handle_t* h) {
+      return b.api.event_native_handle(event->native, h);
+    });
+  });
+}
+
+accel_status_t accel_device_native_handle(int32_t device, accel_native_handle_t* out) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_group(fn, *b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
+      return st;
+    return fill_native(fn, *b, "device_native_handle", out, [&](accel_native_handle_t* h) {
+      return b->api.device_native_handle(target, h);
+    });
+  });
+}
+
+accel_status_t accel_stream_from_native(int32_t device, const accel_native_handle_t* native,
+                                        uint32_t flags, accel_stream_t* stream) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
+    if (native == nullptr ||
+        native->struct_size < offsetof(accel_native_handle_t, handle) + sizeof(void*)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: native is NULL or its struct_size does not reach `handle` (set it to "
+                   "sizeof(accel_native_handle_t))",
+                   fn);
+    }
+    if (native->handle == nullptr)
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: native->handle is NULL", fn);
+    if ((flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP) != 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown flag bits {:#x}", fn,
+                   flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP);
+    }
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_group(fn, *b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
+      return st;
+    // The backend's own type, learned from its device handle: a queue of
+    // another vendor must never reach the plugin as if it were its own.
+    accel_native_handle_t own{};
+    own.struct_size = sizeof own;
+    auto st = call_plugin(*b, "device_native_handle",
+                          [&] { return b->api.device_native_handle(target, &own); });
+    if (st != ACCEL_SUCCESS) return st;
+    if (native->type != own.type) {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: native->type is {} but the current accelerator '{}' takes handles of "
+                   "type {}",
+                   fn, static_cast<int>(native->type), b->name, static_cast<int>(own.type));
+    }
+    // The plugin reads only the caller's struct_size; pass a full copy.
+    accel_native_handle_t copy{};
+    std::memcpy(&copy, native, std::min(native->struct_size, sizeof copy));
+    copy.struct_size = sizeof copy;
+    if (native->struct_size < offsetof(accel_native_handle_t, ordinal) + sizeof copy.ordinal)
+      copy.ordinal = -1;
+    accel_plugin_stream_t plugin_stream = nullptr;
+    st = call_plugin(*b, "stream_from_native", [&] {
+      return b->api.stream_from_native(target, &copy, flags, &plugin_stream);
+    });
+    if (st != ACCEL_SUCCESS) return st;
+    if (plugin_stream == nullptr) {
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL stream",
+                   fn, b->name);
+    }
+    accel_stream_s* s = stream_pool().acquire();
+    s->backend = b;
+    s->device = target;
+    s->priority = 0;
+    s->is_default = false;
+    s->native = plugin_stream;
+    s->magic.store(kStreamMagic, std::memory_order_release);
+    *stream = s;
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // extern "C"
