@@ -53,6 +53,34 @@
   X(mem_get_info)                   \
   X(runtime_version)
 
+// The ABI 1.1 groups, in declaration order (native handles, host memory,
+// peer copies, device attributes): all of a group or none of it.
+#define ACCEL_BACKEND_NATIVE_HANDLE_OPS(X) \
+  X(stream_native_handle)                  \
+  X(event_native_handle)                   \
+  X(device_native_handle)                  \
+  X(stream_from_native)
+#define ACCEL_BACKEND_HOST_MEMORY_OPS(X) \
+  X(host_alloc)                          \
+  X(host_free)                           \
+  X(host_register)                       \
+  X(host_unregister)
+#define ACCEL_BACKEND_PEER_OPS(X) \
+  X(device_can_access_peer)       \
+  X(device_enable_peer_access)    \
+  X(memcpy_peer_async)
+#define ACCEL_BACKEND_ATTRIBUTE_OPS(X) \
+  X(device_get_attribute)              \
+  X(get_device_capability)
+#define ACCEL_BACKEND_INTEROP_OPS(X) \
+  ACCEL_BACKEND_NATIVE_HANDLE_OPS(X) \
+  ACCEL_BACKEND_HOST_MEMORY_OPS(X)   \
+  ACCEL_BACKEND_PEER_OPS(X)          \
+  ACCEL_BACKEND_ATTRIBUTE_OPS(X)
+
+// For a backend without the ABI 1.1 groups (yet): every member NULL.
+#define ACCEL_BACKEND_NO_INTEROP_OPS ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_NO_OP)
+
 // `accel_status_t op_<member>(<the member's parameters>);`
 #define ACCEL_BACKEND_DECLARE_OP(member) \
   std::remove_pointer_t<decltype(accel_plugin_api_t::member)> op_##member;
@@ -71,4 +99,5 @@
     .capabilities = (backend_capabilities),                                                      \
     ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_VTABLE_OP)                                         \
         ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)                                        \
+            ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_VTABLE_OP)                                   \
   }

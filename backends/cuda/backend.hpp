@@ -206,5 +206,7 @@ void declare_discovery_fork_safe() noexcept;
 // hostfn.cpp, memory.cpp: the rest.
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
+ACCEL_BACKEND_NO_INTEROP_OPS
 
 }  // namespace accel::cuda

@@ -170,5 +170,7 @@ inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Eve
 // (hostfn.cpp), events (events.cpp), memory (memory.cpp).
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
+ACCEL_BACKEND_NO_INTEROP_OPS
 
 }  // namespace accel::hip

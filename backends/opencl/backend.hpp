@@ -226,5 +226,7 @@ ACCEL_BACKEND_DECLARE_OP(get_device_properties)
 ACCEL_BACKEND_NO_OP(get_current_device)
 ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
+ACCEL_BACKEND_NO_INTEROP_OPS
 
 }  // namespace accel::opencl

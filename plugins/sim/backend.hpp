@@ -38,6 +38,10 @@ class Stream {
   // Starts the worker thread last, once every member exists; may throw
   // std::system_error (start_stream turns it into a status).
   Stream(int32_t device, int32_t priority, bool is_default);
+  // A wrapper of `target` (stream_from_native): no worker of its own, every
+  // call goes to the target, so work queued through either is one order.
+  // With `owns`, shutdown() shuts the target down too.
+  Stream(std::shared_ptr<Stream> target, bool owns);
   ~Stream();
 
   Stream(const Stream&) = delete;
@@ -50,8 +54,11 @@ class Stream {
   // functions: blocking calls use it to fail instead of waiting on
   // themselves. (An id rather than a thread_local pointer: dynamic TLS in a
   // dlopen()ed module crashes LeakSanitizer on current glibc.)
-  std::thread::id worker_id() const { return worker_id_; }
-  bool is_current_worker() const { return worker_id_ == std::this_thread::get_id(); }
+  std::thread::id worker_id() const { return target_ ? target_->worker_id() : worker_id_; }
+  bool is_current_worker() const { return worker_id() == std::this_thread::get_id(); }
+  // The queue that runs this stream's work: itself, or a wrapper's target.
+  // Its address is the sim's native stream handle.
+  Stream* queue() { return target_ ? target_->queue() : this; }
 
   // Queues `task`; blocks while the queue is full. Returns false if the
   // stream is shutting down. A `marker` task (an event record) does no work
@@ -73,6 +80,8 @@ class Stream {
   const int32_t device_;
   const int32_t priority_;
   const bool is_default_;
+  const std::shared_ptr<Stream> target_;  // set for a wrapper only
+  const bool owns_target_ = false;
 
   std::mutex mu_;
   std::condition_variable work_cv_;   // worker: a task arrived or stop asked
@@ -187,5 +196,7 @@ ACCEL_BACKEND_DECLARE_OP(get_device_properties)
 ACCEL_BACKEND_NO_OP(get_current_device)
 ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.1 groups: streams.cpp, events.cpp, devices.cpp, memory.cpp.
+ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::sim

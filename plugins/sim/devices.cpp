@@ -134,3 +134,92 @@ accel_status_t op_runtime_version(char* buf, size_t size) {
 }
 
 }  // namespace accel::sim
+
+// ---------------------------------------------------------------------------
+// ABI 1.1: device native handle, peer access, attributes
+// ---------------------------------------------------------------------------
+
+namespace accel::sim {
+
+accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
+  return guarded("device_native_handle", [&] {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
+    out->type = ACCEL_NATIVE_SIM;
+    out->handle = dev;
+    out->context = nullptr;
+    out->ordinal = device;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Simulated devices live in one address space: each reaches every other.
+accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
+  return guarded("device_can_access_peer", [&] {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    *can_access = device != peer ? 1 : 0;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
+  return guarded("device_enable_peer_access", [&] {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    return device_at(peer, b);
+  });
+}
+
+// Fixed figures of a small CUDA-like device, so that code reading
+// attributes has something plausible to work with; what a simulator cannot
+// honestly have (clock, bus width, L2, stepping) is not supported, which
+// also exercises that answer.
+accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
+  return guarded("device_get_attribute", [&] {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    int64_t v = 0;
+    switch (static_cast<int>(attr)) {
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR: v = 1; break;
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR: v = 0; break;
+      case ACCEL_DEVICE_ATTR_WARP_SIZE: v = 32; break;
+      case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: v = 1024; break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X: v = 1024; break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y: v = 1024; break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z: v = 64; break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X: v = 2147483647; break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y: v = 65535; break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z: v = 65535; break;
+      case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK: v = 48 * 1024; break;
+      case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT: v = kComputeUnits; break;
+      case ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE: v = static_cast<int64_t>(dev->total_memory); break;
+      case ACCEL_DEVICE_ATTR_INTEGRATED: v = 1; break;
+      case ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING: v = 1; break;
+      case ACCEL_DEVICE_ATTR_MANAGED_MEMORY: v = 0; break;
+      case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS: v = 1; break;
+      case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT: v = 0; break;
+      case ACCEL_DEVICE_ATTR_ECC_ENABLED: v = 0; break;
+      default:
+        return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                    "device_get_attribute: sim devices do not model attribute %d (clock, bus "
+                    "width, L2 size and stepping have no meaning for a simulator)",
+                    static_cast<int>(attr));
+    }
+    *value = v;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Host memory holds any element type: every dtype stays supported.
+accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
+  return guarded("get_device_capability", [&] {
+    Device* dev;
+    (void)capability;
+    return device_at(device, dev);
+  });
+}
+
+}  // namespace accel::sim

@@ -29,9 +29,17 @@ Stream::Stream(int32_t device, int32_t priority, bool is_default)
   worker_id_ = worker_.get_id();
 }
 
+Stream::Stream(std::shared_ptr<Stream> target, bool owns)
+    : device_(target->device()),
+      priority_(target->priority()),
+      is_default_(false),
+      target_(std::move(target)),
+      owns_target_(owns) {}
+
 Stream::~Stream() { shutdown(); }
 
 bool Stream::enqueue(Task task, bool marker) {
+  if (target_) return target_->enqueue(std::move(task), marker);
   std::unique_lock<std::mutex> lock(mu_);
   if (!is_current_worker()) {
     space_cv_.wait(lock, [&] { return stopping_ || queue_.size() < kMaxQueuedTasks; });
@@ -44,16 +52,22 @@ bool Stream::enqueue(Task task, bool marker) {
 }
 
 bool Stream::idle() {
+  if (target_) return target_->idle();
   std::lock_guard<std::mutex> lock(mu_);
   return pending_ == 0;
 }
 
 void Stream::synchronize() {
+  if (target_) return target_->synchronize();
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [&] { return pending_ == 0; });
 }
 
 void Stream::shutdown() {
+  if (target_) {
+    if (owns_target_) target_->shutdown();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;

@@ -131,3 +131,20 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
 }
 
 }  // namespace accel::sim
+
+namespace accel::sim {
+
+// The sim event is the plugin's own Event object (see accel.h's table).
+accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
+  return guarded("event_native_handle", [&] {
+    if (event == nullptr || out == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_native_handle: NULL argument");
+    out->type = ACCEL_NATIVE_SIM;
+    out->handle = event;
+    out->context = nullptr;
+    out->ordinal = as_event(event)->state->device;
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // namespace accel::sim

@@ -236,3 +236,97 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
 }
 
 }  // namespace accel::sim
+
+// ---------------------------------------------------------------------------
+// Pinned host memory and peer copies (ABI 1.1)
+// ---------------------------------------------------------------------------
+
+namespace accel::sim {
+
+namespace {
+
+// Host memory the simulator handed out or was asked to register. Every copy
+// of the simulator is a memcpy on a worker thread, so pinned and pageable
+// memory behave alike; the table makes host_free and host_unregister check
+// what they are given, as a vendor runtime does.
+struct HostTable {
+  std::mutex mu;
+  std::map<uintptr_t, size_t> allocated, registered;
+};
+HostTable& host_table() {
+  static HostTable* t = new HostTable();  // never destroyed, like state()
+  return *t;
+}
+
+}  // namespace
+
+accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
+  return guarded("host_alloc", [&] {
+    if (ptr == nullptr || bytes == 0 || flags != 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_alloc: ptr NULL, bytes 0 or flags set");
+    void* p = ::operator new(bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
+    if (p == nullptr)
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY, "host_alloc: %zu bytes of host memory", bytes);
+    try {
+      std::lock_guard<std::mutex> lock(host_table().mu);
+      host_table().allocated.emplace(reinterpret_cast<uintptr_t>(p), bytes);
+    } catch (...) {
+      ::operator delete(p, std::align_val_t{kAllocAlignment});
+      throw;
+    }
+    *ptr = p;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_free(void* ptr) {
+  return guarded("host_free", [&] {
+    {
+      std::lock_guard<std::mutex> lock(host_table().mu);
+      if (host_table().allocated.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+        return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_free: %p is not a sim host allocation",
+                    ptr);
+    }
+    ::operator delete(ptr, std::align_val_t{kAllocAlignment});
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_register(void* ptr, size_t bytes, uint32_t flags) {
+  return guarded("host_register", [&] {
+    if (ptr == nullptr || bytes == 0 || flags != 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_register: ptr NULL, bytes 0 or flags set");
+    std::lock_guard<std::mutex> lock(host_table().mu);
+    if (!host_table().registered.emplace(reinterpret_cast<uintptr_t>(ptr), bytes).second)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_register: %p is already registered", ptr);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_unregister(void* ptr) {
+  return guarded("host_unregister", [&] {
+    std::lock_guard<std::mutex> lock(host_table().mu);
+    if (host_table().registered.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_unregister: %p is not registered", ptr);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Simulated devices share the host's memory, so a peer copy is one memmove
+// on the stream's worker, ordered with the stream's other work.
+accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* src,
+                                    int32_t src_device, size_t bytes,
+                                    accel_plugin_stream_t stream) {
+  return guarded("memcpy_peer_async", [&] {
+    if (stream == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "memcpy_peer_async: stream is NULL");
+    accel_status_t st = check_device_range("memcpy_peer_async", "dst", dst, bytes, dst_device);
+    if (st == ACCEL_SUCCESS)
+      st = check_device_range("memcpy_peer_async", "src", src, bytes, src_device);
+    if (st != ACCEL_SUCCESS) return st;
+    return submit(as_stream(stream), "memcpy_peer_async",
+                  [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  });
+}
+
+}  // namespace accel::sim
