@@ -55,9 +55,29 @@ accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_ha
     Backend& b = *stream->backend;
     if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
       return st;
-    return fill_native(fn, b, "stream_native_handle", out, [&](accel_native_handle_t* h) {
-      return b.api.stream_native_handle(stream->native, h);
-    });
+    accel_native_handle_t full{};
+    if (stream->native_cached.load(std::memory_order_acquire)) {
+      full = stream->native_handle;
+    } else {
+      // Racing first queries both ask the plugin and store the same answer;
+      // nothing is stored for a stream destroyed meanwhile (generation).
+      const uint32_t generation = stream->generation.load(std::memory_order_acquire);
+      full.struct_size = sizeof full;
+      auto st = fill_native(fn, b, "stream_native_handle", &full, [&](accel_native_handle_t* h) {
+        return b.api.stream_native_handle(stream->native, h);
+      });
+      if (st != ACCEL_SUCCESS) return st;
+      std::lock_guard lock(stream_pool().mutex());
+      if (!stream->native_cached.load(std::memory_order_relaxed) &&
+          stream->generation.load(std::memory_order_relaxed) == generation) {
+        stream->native_handle = full;
+        stream->native_cached.store(true, std::memory_order_release);
+      }
+    }
+    size_t caller_size = out->struct_size;
+    std::memcpy(out, &full, std::min(caller_size, sizeof full));
+    out->struct_size = caller_size;
+    return ACCEL_SUCCESS;
   });
 }
 

@@ -173,6 +173,11 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     }
     stream->generation.fetch_add(1, std::memory_order_release);
     g_stream_epoch.fetch_add(1, std::memory_order_acq_rel);
+    {
+      // Under the lock accel_stream_native_handle fills the cache with.
+      std::lock_guard lock(stream_pool().mutex());
+      stream->native_cached.store(false, std::memory_order_relaxed);
+    }
     Backend& b = *stream->backend;
     auto st =
         call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });

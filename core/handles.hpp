@@ -39,6 +39,11 @@ struct accel_stream_s {
   // host function can tell an event recorded after it (waiting for it would
   // wait for itself) from one recorded before (callbacks.hpp).
   std::atomic<uint64_t> sequence{0};
+  // The plugin's native handle, asked once (a stream's vendor queue never
+  // changes while it lives): accel_stream_native_handle is then a copy.
+  // Cleared when the handle is destroyed, before the slot is reused.
+  std::atomic<bool> native_cached{false};
+  accel_native_handle_t native_handle{};
 };
 
 struct accel_event_s {

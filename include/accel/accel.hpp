@@ -583,6 +583,32 @@ class Stream {
    * owns() is true. */
   accel_stream_t handle() const noexcept { return handle_; }
   bool owns() const noexcept { return owning_; }
+
+  /* The vendor queue behind the stream (CUstream, hipStream_t, the Level
+   * Zero immediate command list, cl_command_queue: see accel.h's table),
+   * borrowed while the stream lives. Work queued on it through the vendor
+   * API is ordered with this stream's. accel_stream_native_handle /
+   * torch's Stream.native_handle. */
+  accel_native_handle_t native_handle() const {
+    accel_native_handle_t h{};
+    h.struct_size = sizeof h;
+    detail::check(accel_stream_native_handle(handle_, &h), "accel_stream_native_handle");
+    return h;
+  }
+
+  /* An owning accel stream over a vendor queue the program made (the
+   * current accelerator's type). The queue stays the program's, and must
+   * outlive the returned Stream, unless `take_ownership`: then destroying
+   * the Stream destroys the queue. accel_stream_from_native /
+   * torch.cuda.ExternalStream. */
+  static Stream from_native(const accel_native_handle_t& native, std::optional<int> device = {},
+                            bool take_ownership = false) {
+    accel_stream_t s = nullptr;
+    detail::check(accel_stream_from_native(detail::c_device(device), &native,
+                                           take_ownership ? ACCEL_NATIVE_TAKE_OWNERSHIP : 0u, &s),
+                  "accel_stream_from_native");
+    return Stream(s, true);
+  }
   explicit operator bool() const noexcept { return handle_ != nullptr; }
 
   /* Gives up ownership (if any) and returns the handle. */
@@ -877,18 +903,39 @@ class DeviceBuffer {
     copy_to(dst, Stream::current(device_), offset);
   }
 
-  /* Queues a device-to-device copy of all of `src` (same device, same
-   * size) into this buffer. */
+  /* Queues a copy of all of `src` (same size; any device of the backend:
+   * see the overload with offsets) into this buffer. */
   void copy_from(const DeviceBuffer& src, const Stream& stream) {
     if (src.size_ != size_)
       throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
                   "source has " + std::to_string(src.size_) + " elements, destination " +
                       std::to_string(size_),
                   "DeviceBuffer::copy_from");
-    if (size_ == 0) return;
-    detail::check(accel_memcpy_async(ptr_, src.ptr_, size_bytes(), ACCEL_MEMCPY_DEVICE_TO_DEVICE,
-                                     stream.handle()),
-                  "accel_memcpy_async");
+    copy_from(src, 0, 0, size_, stream);
+  }
+
+  /* Queues a copy of `count` elements of `src` from element `src_offset`
+   * into this buffer from element `offset`, on `stream`; counts and offsets
+   * are elements. Between two devices of the backend it is a peer copy
+   * (accel_memcpy_peer_async: direct or staged by the backend); the stream
+   * may be of either device. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT when
+   * a range does not fit, ...). */
+  void copy_from(const DeviceBuffer& src, std::size_t src_offset, std::size_t offset,
+                 std::size_t count, const Stream& stream) {
+    src.check_range(src_offset, count, "DeviceBuffer::copy_from (source)");
+    check_range(offset, count, "DeviceBuffer::copy_from");
+    if (count == 0) return;
+    if (src.device_ == device_) {
+      detail::check(accel_memcpy_async(ptr_ + offset, src.ptr_ + src_offset, count * sizeof(T),
+                                       ACCEL_MEMCPY_DEVICE_TO_DEVICE, stream.handle()),
+                    "accel_memcpy_async");
+    } else {
+      detail::check(accel_memcpy_peer_async(ptr_ + offset, static_cast<int32_t>(device_),
+                                            src.ptr_ + src_offset,
+                                            static_cast<int32_t>(src.device_), count * sizeof(T),
+                                            stream.handle()),
+                    "accel_memcpy_peer_async");
+    }
   }
 
   /* Queues setting every byte to (unsigned char)value on `stream`.
@@ -1052,6 +1099,126 @@ inline std::vector<BackendInfo> backends() {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pinned host memory, pointers, peers, attributes (ABI 1.1)                  */
+/* ------------------------------------------------------------------------ */
+
+/* Move-only owner of `count` elements of page-locked host memory
+ * (accel_host_malloc): copies between it and device memory are truly
+ * asynchronous. It is a contiguous range (data(), size()), so it converts to
+ * HostSpan for DeviceBuffer::copy_from / copy_to. The elements are not
+ * initialised. Its destructor frees at once (accel_host_free): synchronize
+ * the copies that use it first. torch's pin_memory / cudaMallocHost. */
+template <class T>
+class HostBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "HostBuffer<T> needs a trivially copyable T");
+
+ public:
+  HostBuffer() noexcept = default;
+  explicit HostBuffer(std::size_t count) {
+    if (count > SIZE_MAX / sizeof(T))
+      throw Error(ACCEL_ERROR_OUT_OF_MEMORY, std::to_string(count) + " elements do not fit",
+                  "HostBuffer");
+    if (count == 0) return;
+    void* p = nullptr;
+    detail::check(accel_host_malloc(count * sizeof(T), 0, &p), "accel_host_malloc");
+    ptr_ = static_cast<T*>(p);
+    size_ = count;
+  }
+  ~HostBuffer() { reset(); }
+  HostBuffer(HostBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  HostBuffer& operator=(HostBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  T* data() noexcept { return ptr_; }
+  const T* data() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](std::size_t i) noexcept { return ptr_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return ptr_[i]; }
+  T* begin() noexcept { return ptr_; }
+  T* end() noexcept { return ptr_ + size_; }
+  const T* begin() const noexcept { return ptr_; }
+  const T* end() const noexcept { return ptr_ + size_; }
+
+ private:
+  void reset() noexcept {
+    if (ptr_ != nullptr)
+      detail::report_status("~HostBuffer: accel_host_free",
+                            accel_host_free(std::exchange(ptr_, nullptr)));
+    size_ = 0;
+  }
+  T* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/* What accel knows of a pointer (accel_pointer_get_attributes). */
+struct PointerAttributes {
+  accel_memory_type_t type = ACCEL_MEMORY_UNKNOWN;
+  std::string backend; /* "" when unknown */
+  int device = -1;     /* device memory only */
+  void* base = nullptr;
+  std::size_t size = 0; /* bytes */
+};
+
+inline PointerAttributes pointer_attributes(const void* ptr) {
+  accel_pointer_attributes_t a{};
+  a.struct_size = sizeof a;
+  detail::check(accel_pointer_get_attributes(ptr, &a), "accel_pointer_get_attributes");
+  return PointerAttributes{a.type, a.backend != nullptr ? a.backend : "", a.device, a.base, a.size};
+}
+
+/* Whether `device` can reach `peer`'s memory directly (after
+ * enable_peer_access). torch.cuda.can_device_access_peer. */
+inline bool can_device_access_peer(int device, int peer) {
+  int32_t yes = 0;
+  detail::check(accel_device_can_access_peer(device, peer, &yes), "accel_device_can_access_peer");
+  return yes != 0;
+}
+
+/* accel_device_enable_peer_access (one direction; again is not an error). */
+inline void enable_peer_access(int device, int peer) {
+  detail::check(accel_device_enable_peer_access(device, peer), "accel_device_enable_peer_access");
+}
+
+/* One device attribute (cudaDeviceGetAttribute's shape), or empty when the
+ * backend cannot answer it (ACCEL_ERROR_NOT_SUPPORTED). Throws Error for
+ * any other failure. */
+inline std::optional<std::int64_t> device_attribute(accel_device_attr_t attr,
+                                                    std::optional<int> device = {}) {
+  std::int64_t v = 0;
+  const accel_status_t st = accel_device_get_attribute(detail::c_device(device), attr, &v);
+  if (st == ACCEL_ERROR_NOT_SUPPORTED) return std::nullopt;
+  detail::check(st, "accel_device_get_attribute");
+  return v;
+}
+
+/* torch.accelerator.get_device_capability: the element types the device
+ * holds. */
+struct DeviceCapability {
+  std::uint64_t supported_dtypes = 0; /* ACCEL_DTYPE_BIT of each */
+  bool supports(accel_dtype_t dtype) const noexcept {
+    return (supported_dtypes & ACCEL_DTYPE_BIT(dtype)) != 0;
+  }
+};
+
+inline DeviceCapability device_capability(std::optional<int> device = {}) {
+  accel_device_capability_t c{};
+  c.struct_size = sizeof c;
+  detail::check(accel_get_device_capability(detail::c_device(device), &c),
+                "accel_get_device_capability");
+  return DeviceCapability{c.supported_dtypes};
 }
 
 }  // namespace accel

@@ -8,6 +8,9 @@
  *   BAD_ABI_MAJOR      vtable says ACCEL_PLUGIN_ABI_MAJOR + 1
  *   BAD_SMALL_VTABLE   vtable struct_size < ACCEL_PLUGIN_API_V1_SIZE
  *   BAD_NULL_REQUIRED  a REQUIRED member (stream_query) is NULL
+ *   BAD_HALF_GROUP     fills one member of the native-handle group (ABI 1.1)
+ *   BAD_CAP_NO_GROUP   declares ACCEL_PLUGIN_CAP_HOST_MEMORY without the
+ *                      host-memory members
  *   BAD_INIT_FAIL      init returns ACCEL_ERROR_INTERNAL, "deliberate init failure"
  *   BAD_INIT_UNAVAILABLE init returns ACCEL_ERROR_BACKEND_UNAVAILABLE (vendor
  *                      library "missing")
@@ -238,6 +241,15 @@ static accel_status_t tiny_stream_synchronize(accel_plugin_stream_t stream) {
   return ACCEL_SUCCESS;
 }
 
+#ifdef BAD_HALF_GROUP
+static accel_status_t tiny_stream_native_handle(accel_plugin_stream_t stream,
+                                                accel_native_handle_t* out) {
+  (void)stream;
+  (void)out;
+  return ACCEL_ERROR_INTERNAL;
+}
+#endif
+
 static const accel_plugin_api_t g_api = {
 #ifdef BAD_SMALL_VTABLE
     /* Ends before the memory group: too small for ABI 1.0. */
@@ -259,7 +271,11 @@ static const accel_plugin_api_t g_api = {
 #endif
     PLUGIN_NAME,
     PLUGIN_PRIORITY,
+#ifdef BAD_CAP_NO_GROUP
+    ACCEL_PLUGIN_CAP_FORK_SAFE | ACCEL_PLUGIN_CAP_HOST_MEMORY,
+#else
     ACCEL_PLUGIN_CAP_FORK_SAFE,
+#endif
     tiny_init,
     tiny_device_count,
 #ifdef BAD_REENTER
@@ -295,6 +311,9 @@ static const accel_plugin_api_t g_api = {
     NULL,
     NULL, /* memory */
     NULL, /* runtime_version (ABI 1.1) */
+#ifdef BAD_HALF_GROUP
+    tiny_stream_native_handle, /* and the rest of its group NULL */
+#endif
 };
 
 ACCEL_PLUGIN_EXPORT const accel_plugin_api_t* ACCEL_PLUGIN_ENTRY(uint32_t abi_major,

@@ -19,6 +19,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
 
@@ -110,6 +112,26 @@ void BM_current_stream(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_current_stream);
+
+// The vendor queue of the current stream (ABI 1.1): a handle lookup and one
+// plugin call that copies three words; target <= 2x the tls floor.
+void BM_stream_native_handle(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr;
+  accel_current_stream(-1, &s);
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  if (accel_stream_native_handle(s, &h) != ACCEL_SUCCESS) {
+    state.SkipWithError("the backend has no native handles");
+    return;
+  }
+  for (auto _ : state) {
+    accel_stream_native_handle(s, &h);
+    benchmark::DoNotOptimize(h.handle);
+  }
+}
+BENCHMARK(BM_stream_native_handle);
 
 // A guard is an exchange on entry and one on exit.
 void BM_floor_tls_guard(benchmark::State& state) {

@@ -72,6 +72,7 @@ def main():
 
     ratio("BM_current_device_index", "BM_floor_tls_get", 2.0, "accel_current_device_index")
     ratio("BM_current_stream", "BM_floor_tls_get", 2.0, "accel_current_stream")
+    ratio("BM_stream_native_handle", "BM_floor_tls_get", 2.0, "accel_stream_native_handle")
     ratio("BM_guard_no_switch", "BM_floor_tls_guard", 2.0, "guard, same device")
     ratio("BM_guard_switch", "BM_floor_tls_guard", 2.0, "guard, switching device (sim: no vendor call)")
     ratio("BM_stream_query", "BM_direct_stream_query", 1.10, "accel_stream_query vs sim vtable")

@@ -994,3 +994,72 @@ TEST_CASE("device_properties and memory_stats", "[cxx][device]") {
   CHECK_THROWS_AS(accel::device_properties(2), accel::Error);
   CHECK_THROWS_AS(accel::memory_stats(2), accel::Error);
 }
+
+TEST_CASE("interop: native handles and pinned memory and peer copies and attributes", "[cxx][interop]") {
+  REQUIRE(accel::device_count() == 2);
+  SECTION("Stream::native_handle and Stream::from_native share one queue") {
+    accel::Stream owner = accel::Stream::create(1);
+    const accel_native_handle_t h = owner.native_handle();
+    CHECK(h.type == ACCEL_NATIVE_SIM);
+    CHECK(h.handle != nullptr);
+    accel::Stream wrapper = accel::Stream::from_native(h, 1);
+    CHECK(wrapper.owns());
+    CHECK(wrapper.device() == 1);
+    CHECK(wrapper.native_handle().handle == h.handle);
+    std::vector<int> in(1000), out(1000, 0);
+    std::iota(in.begin(), in.end(), 5);
+    accel::DeviceBuffer<int> buf(in.size(), 1);
+    buf.copy_from(in, owner);   // on the owner
+    buf.copy_to(out, wrapper);  // on the wrapper: the same queue, so after it
+    wrapper.synchronize();
+    CHECK(out == in);
+  }
+  SECTION("HostBuffer is pinned, converts to HostSpan, frees itself") {
+    accel::HostBuffer<float> pinned(4096);
+    REQUIRE(pinned.size() == 4096);
+    std::iota(pinned.begin(), pinned.end(), 0.5f);
+    const accel::PointerAttributes a = accel::pointer_attributes(pinned.data() + 7);
+    CHECK(a.type == ACCEL_MEMORY_HOST_PINNED);
+    CHECK(a.base == pinned.data());
+    CHECK(a.size == 4096 * sizeof(float));
+    accel::DeviceBuffer<float> dev(4096, 0);
+    accel::Stream s = accel::Stream::current(0);
+    dev.copy_from(pinned, s);
+    accel::HostBuffer<float> back(4096);
+    dev.copy_to(back, s);
+    s.synchronize();
+    CHECK(std::equal(back.begin(), back.end(), pinned.begin()));
+    void* raw = back.data();
+    accel::HostBuffer<float> moved = std::move(back);
+    CHECK(moved.data() == raw);
+    CHECK(back.data() == nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  }
+  SECTION("DeviceBuffer copies with offsets and counts, across devices") {
+    std::vector<int> in(64), out(64, 0);
+    std::iota(in.begin(), in.end(), 100);
+    accel::DeviceBuffer<int> a(64, 0), b(64, 1);
+    accel::Stream s0 = accel::Stream::current(0);
+    a.copy_from(in, s0);
+    b.fill_bytes(0, accel::Stream::current(1));
+    accel::Stream::current(1).synchronize();
+    // Elements [10, 30) of a (device 0) into b (device 1) at 20: a peer copy.
+    b.copy_from(a, 10, 20, 20, s0);
+    s0.synchronize();
+    b.copy_to(out, accel::Stream::current(1));
+    accel::Stream::current(1).synchronize();
+    for (int i = 0; i < 64; ++i) {
+      INFO("element " << i);
+      CHECK(out[i] == (i >= 20 && i < 40 ? in[i - 10] : 0));
+    }
+    CHECK_THROWS_AS(b.copy_from(a, 50, 0, 20, s0), accel::Error);  // source range too long
+    CHECK(accel::can_device_access_peer(0, 1));
+    CHECK_NOTHROW(accel::enable_peer_access(0, 1));
+  }
+  SECTION("device_attribute and device_capability") {
+    CHECK(accel::device_attribute(ACCEL_DEVICE_ATTR_WARP_SIZE, 0) == 32);
+    CHECK_FALSE(accel::device_attribute(ACCEL_DEVICE_ATTR_CLOCK_RATE_KHZ, 0).has_value());
+    const accel::DeviceCapability c = accel::device_capability(1);
+    CHECK(c.supports(ACCEL_DTYPE_FLOAT32));
+    CHECK(c.supports(ACCEL_DTYPE_BFLOAT16));
+  }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""README.md's "## Errors" table must list exactly the accel_status_t values
+"""The "## Errors" table (docs/errors.md) must list exactly the accel_status_t values
 of include/accel/accel.h, in the header's order, each with a cause and a
 description of accel_last_error().
 

@@ -1100,6 +1100,17 @@ void op_memcpy(Input& in) {
     ok.add(ACCEL_SUCCESS);
   } else if (dst == nullptr || src == nullptr) {
     ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else if (Alloc *pd = find_alloc(dst), *ps = find_alloc(src);
+             kind == ACCEL_MEMCPY_DEVICE_TO_DEVICE && pd && ps && pd->device != ps->device) {
+    // Between two devices: a peer copy (sim has the group) on a stream of
+    // either device, each pointer checked against its own device.
+    if (sdev != pd->device && sdev != ps->device)
+      ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+    else if (device_range_status(dst, bytes, pd->device) != ACCEL_SUCCESS ||
+             device_range_status(src, bytes, ps->device) != ACCEL_SUCCESS)
+      ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+    else
+      ok.add(ACCEL_SUCCESS);
   } else {
     accel_status_t st = dst_dev ? device_range_status(dst, bytes, sdev)
                                 : (find_alloc(dst) ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_SUCCESS);

@@ -293,6 +293,26 @@ def step_c(args, tmp):
                is not None, "hello resolves libaccelcore.so.1 from the staged libdir")
 
 
+def step_opencl(args, tmp):
+    """examples/opencl: OpenCL called on accel's stream, over PoCL."""
+    st = Stage(args, tmp)
+    st.install()
+    if shutil.which("cc") is None or shutil.which("pkg-config") is None:
+        log("SKIP: cc or pkg-config missing")
+        return SKIP
+    if run(["pkg-config", "--exists", "OpenCL"], check=False).returncode != 0:
+        log("SKIP: no OpenCL.pc (Debian: ocl-icd-opencl-dev)")
+        return SKIP
+    ex = Path(args.source_root) / "examples" / "opencl"
+    work = copy_example(ex, ["interop.c", "build.sh"], tmp / "consumer-opencl")
+    env = st.env()
+    env["POCL_DEVICES"] = "pthread"
+    env["POCL_CACHE_DIR"] = str(tmp / "pocl-cache")
+    out = run(["sh", "-e", "build.sh"], cwd=work, env=env).stdout
+    expect("OpenCL fill ordered between accel copies" in out,
+           "the OpenCL example's clEnqueueSVMMemFill on accel's queue ran between accel's copies")
+
+
 def cmake_configure_build(cmake, src, build, env):
     run([cmake, "-S", str(src), "-B", str(build)], env=env)
     run([cmake, "--build", str(build)], env=env)
@@ -512,7 +532,7 @@ def step_readme(args, tmp):
 
 
 STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
-         "readme": step_readme}
+         "opencl": step_opencl, "readme": step_readme}
 
 
 def main():

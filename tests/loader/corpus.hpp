@@ -130,6 +130,8 @@ inline Corpus build(bool with_sim = true) {
   write_text(d + "accel-notelf.so",
              "This is not an ELF shared object, only text with a .so name that is long "
              "enough to fill an ELF header's worth of bytes and more.\n");
+  copy_module("ACCEL_TEST_MOD_HALF_GROUP", d + "accel-half-group.so");
+  copy_module("ACCEL_TEST_MOD_CAP_NO_GROUP", d + "accel-cap-no-group.so");
   copy_module("ACCEL_TEST_MOD_NULL_ENTRY", d + "accel-null-entry.so");
   copy_module("ACCEL_TEST_MOD_NULL_OP", d + "accel-null-op.so");
   copy_module("ACCEL_TEST_MOD_SMALL_VTABLE", d + "accel-small-vtable.so");
@@ -150,6 +152,10 @@ inline Corpus build(bool with_sim = true) {
       {"dup-a", d + "accel-dup-a.so", kNoDevices, V{}, "dup"},
       {"dup-b", d + "accel-dup-b.so", kDuplicate,
        V{{"duplicate", "already"}, {"(plugin-abi rule 17)"}}, ""},
+      {"half-group", d + "accel-half-group.so", kRejected,
+       V{{"native handles", "all set or all null"}, {"(plugin-abi rule 19)"}}, ""},
+      {"cap-no-group", d + "accel-cap-no-group.so", kRejected,
+       V{{"pinned host memory", "declare"}, {"(plugin-abi rule 19)"}}, ""},
       {"init-fail", d + "accel-init-fail.so", kRejected,
        V{{"init"}, {"deliberate init failure"}, {"(plugin-abi rule 23)"}}, ""},
       {"no-entry", d + "accel-no-entry.so", kRejected,

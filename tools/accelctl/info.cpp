@@ -78,7 +78,50 @@ DeviceEntry gather_device(int32_t index) {
   } else if (st != ACCEL_ERROR_NOT_SUPPORTED) {
     d.mem_info_error = failure_detail("accel_mem_get_info", st);
   }
+
+  int64_t v = 0;
+  st = accel_device_get_attribute(index, ACCEL_DEVICE_ATTR_WARP_SIZE, &v);
+  if (st == ACCEL_SUCCESS || st == ACCEL_ERROR_NOT_SUPPORTED) {
+    for (int a = 0; a < ACCEL_DEVICE_ATTR_COUNT; ++a) {
+      st = accel_device_get_attribute(index, static_cast<accel_device_attr_t>(a), &v);
+      if (st == ACCEL_SUCCESS) {
+        d.attributes.emplace_back(v);
+      } else if (st == ACCEL_ERROR_NOT_SUPPORTED) {
+        d.attributes.emplace_back(std::nullopt);
+      } else {
+        d.attributes_error = failure_detail("accel_device_get_attribute", st);
+        break;
+      }
+    }
+    // A backend without the attribute group answers NOT_SUPPORTED for all.
+    bool any = false;
+    for (const auto& a : d.attributes) any = any || a.has_value();
+    if (!any) d.attributes.clear();
+  } else {
+    d.attributes_error = failure_detail("accel_device_get_attribute", st);
+  }
+  accel_device_capability_t cap;
+  std::memset(&cap, 0, sizeof cap);
+  cap.struct_size = sizeof cap;
+  if (accel_get_device_capability(index, &cap) == ACCEL_SUCCESS)
+    d.supported_dtypes = cap.supported_dtypes;
   return d;
+}
+
+std::vector<std::string> dtype_names(uint64_t dtypes) {
+  static const std::pair<accel_dtype_t, const char*> kNames[] = {
+      {ACCEL_DTYPE_UINT8, "uint8"},         {ACCEL_DTYPE_INT8, "int8"},
+      {ACCEL_DTYPE_INT16, "int16"},         {ACCEL_DTYPE_INT32, "int32"},
+      {ACCEL_DTYPE_INT64, "int64"},         {ACCEL_DTYPE_FLOAT16, "float16"},
+      {ACCEL_DTYPE_FLOAT32, "float32"},     {ACCEL_DTYPE_FLOAT64, "float64"},
+      {ACCEL_DTYPE_COMPLEX32, "complex32"}, {ACCEL_DTYPE_COMPLEX64, "complex64"},
+      {ACCEL_DTYPE_COMPLEX128, "complex128"}, {ACCEL_DTYPE_BOOL, "bool"},
+      {ACCEL_DTYPE_BFLOAT16, "bfloat16"},
+  };
+  std::vector<std::string> out;
+  for (const auto& [dtype, name] : kNames)
+    if ((dtypes & ACCEL_DTYPE_BIT(dtype)) != 0) out.emplace_back(name);
+  return out;
 }
 
 std::vector<std::string> capability_words(uint32_t caps) {
@@ -90,6 +133,10 @@ std::vector<std::string> capability_words(uint32_t caps) {
       {ACCEL_CAP_STREAM_PRIORITIES, "stream_priorities"},
       {ACCEL_CAP_DISCOVERY_FORK_SAFE, "discovery_fork_safe"},
       {ACCEL_CAP_CROSS_DEVICE_WAIT, "cross_device_wait"},
+      {ACCEL_CAP_NATIVE_HANDLES, "native_handles"},
+      {ACCEL_CAP_HOST_MEMORY, "host_memory"},
+      {ACCEL_CAP_PEER_COPY, "peer_copy"},
+      {ACCEL_CAP_DEVICE_ATTRIBUTES, "device_attributes"},
   };
   std::vector<std::string> words;
   uint32_t known = 0;
@@ -170,6 +217,21 @@ nlohmann::json to_json(const DeviceEntry& d) {
   else
     j["mem_info"] = nullptr;
   if (!d.mem_info_error.empty()) j["mem_info_error"] = d.mem_info_error;
+  // {"warp_size": 32, "clock_rate_khz": null (not supported), ...}; null when
+  // the backend has no attributes.
+  if (!d.attributes.empty()) {
+    nlohmann::json attrs = nlohmann::json::object();
+    for (size_t a = 0; a < d.attributes.size(); ++a) {
+      const char* name = accel_device_attr_name(static_cast<accel_device_attr_t>(a));
+      attrs[name] = d.attributes[a] ? nlohmann::json(*d.attributes[a]) : nlohmann::json(nullptr);
+    }
+    j["attributes"] = attrs;
+  } else {
+    j["attributes"] = nullptr;
+  }
+  if (!d.attributes_error.empty()) j["attributes_error"] = d.attributes_error;
+  j["supported_dtypes"] =
+      d.supported_dtypes ? nlohmann::json(dtype_names(*d.supported_dtypes)) : nlohmann::json(nullptr);
   return j;
 }
 

@@ -42,13 +42,21 @@ struct DeviceEntry {
   std::optional<uint64_t> free_bytes;
   std::optional<uint64_t> total_bytes;
   std::string mem_info_error;  // set only on a failure other than NOT_SUPPORTED
-  bool ok() const { return props_ok && mem_info_error.empty(); }
+  // accel_device_get_attribute, indexed by accel_device_attr_t: empty where
+  // the backend cannot answer (NOT_SUPPORTED). Empty vector: no attributes.
+  std::vector<std::optional<int64_t>> attributes;
+  std::string attributes_error;  // a failure other than NOT_SUPPORTED
+  // accel_get_device_capability's supported_dtypes, when it answered.
+  std::optional<uint64_t> supported_dtypes;
+  bool ok() const { return props_ok && mem_info_error.empty() && attributes_error.empty(); }
 };
 
 // "accel_malloc: ACCEL_ERROR_OUT_OF_MEMORY (device memory exhausted): <last error>".
 std::string failure_detail(const char* call, accel_status_t status);
 
 std::vector<BackendEntry> gather_backends();
+// Names of the dtypes whose ACCEL_DTYPE_BIT is set ("float32", ...).
+std::vector<std::string> dtype_names(uint64_t dtypes);
 // The current accelerator's entry, or nullptr.
 const BackendEntry* find_current(const std::vector<BackendEntry>& entries);
 DeviceEntry gather_device(int32_t index);

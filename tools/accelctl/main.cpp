@@ -74,10 +74,13 @@ int main(int argc, char** argv) {
       "Show the properties of every device of the current accelerator: name, vendor,\n"
       "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"
       "and free/total memory where the backend can tell (else 'not supported', null\n"
-      "in JSON), after the backend's vendor driver/runtime version.\n"
+      "in JSON), the element types it holds (torch's get_device_capability) and every\n"
+      "device attribute (accel_device_get_attribute; '-' or null where the backend\n"
+      "cannot answer one), after the backend's vendor driver/runtime version.\n"
       "Exits 1 if a device could not be queried.\n"
       "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
-      "\"runtime_version\", \"device_count\", \"devices\": [...]}.");
+      "\"runtime_version\", \"device_count\", \"devices\": [{..., \"mem_info\",\n"
+      "\"supported_dtypes\", \"attributes\": {\"warp_size\": 32, ...}}]}.");
   add_json_flag(*devices, json);
   add_backend_option(*devices, backend_name);
   CLI::App* selftest =

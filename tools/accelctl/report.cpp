@@ -2,6 +2,7 @@
 #include <accel/accel.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -164,6 +165,18 @@ int run_devices(bool json) {
       fmt::print("  memory info:    error: {}\n", d.mem_info_error);
     } else {
       fmt::print("  memory info:    not supported by the backend\n");
+    }
+    if (d.supported_dtypes)
+      fmt::print("  dtypes:         {}\n", fmt::join(dtype_names(*d.supported_dtypes), " "));
+    if (!d.attributes_error.empty()) {
+      fmt::print("  attributes:     error: {}\n", d.attributes_error);
+    } else if (d.attributes.empty()) {
+      fmt::print("  attributes:     not supported by the backend\n");
+    } else {
+      fmt::print("  attributes:\n");
+      for (size_t a = 0; a < d.attributes.size(); ++a)
+        fmt::print("    {:<28}{}\n", accel_device_attr_name(static_cast<accel_device_attr_t>(a)),
+                   d.attributes[a] ? std::to_string(*d.attributes[a]) : "-");
     }
   }
   return ok ? 0 : 1;
