@@ -692,8 +692,7 @@ ACCEL_API accel_status_t accel_device_native_handle(int32_t device, accel_native
  * HIP, OpenCL; an OpenCL queue must be in order, a Level Zero command list
  * immediate) and the detail of a refusal says what was wrong; what cannot
  * be checked (Level Zero cannot tell a list's device on loader 1.8) is the
- * caller's promise. The stream's priority is 0 unless the vendor reports
- * one. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (native or stream NULL,
+ * caller's promise. accel_stream_priority reports 0 for it. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (native or stream NULL,
  * struct_size too small, handle NULL, unknown flag bits, a queue the
  * backend refuses), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
  * queue of another device or context), ACCEL_ERROR_NO_ACCELERATOR,
@@ -779,7 +778,8 @@ ACCEL_API accel_status_t accel_pointer_get_attributes(const void* ptr,
 /* *can_access = 1 if kernels and copies on `device` can reach memory of
  * `peer` directly once accel_device_enable_peer_access(device, peer) was
  * called (cuDeviceCanAccessPeer, hipDeviceCanAccessPeer,
- * zeDeviceCanAccessPeer), else 0 (OpenCL, sim, a device with itself).
+ * zeDeviceCanAccessPeer; sim's devices share one address space), else 0
+ * (OpenCL, and a device with itself).
  * Copies between the two work either way (accel_memcpy_peer_async).
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (can_access NULL),
  * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,

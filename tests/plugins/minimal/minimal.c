@@ -10,7 +10,7 @@
  * run and why (tests/plugins/meson.build runs both). It is written in C99
  * against accel_plugin.h alone, as a third-party plugin would be.
  *
- * Built twice (tests/plugins/meson.build):
+ * Built three times (tests/plugins/meson.build):
  *   (no macro)                 backend "minimal"
  *   MINIMAL_INLINE_HOST_FUNCS  backend "inlinehost": also declares
  *                              ACCEL_PLUGIN_CAP_HOST_FUNCTIONS and runs each
@@ -18,6 +18,11 @@
  *                              returning, which accel_plugin.h forbids. The
  *                              conformance suite must fail it within seconds
  *                              and name the rule.
+ *   MINIMAL_ABI_1_0            backend "abi10": the same table as built
+ *                              against the ABI 1.0 header (struct_size
+ *                              ACCEL_PLUGIN_API_V1_SIZE, minor 0). It must
+ *                              load and pass, and every ABI 1.1 call answer
+ *                              ACCEL_ERROR_NOT_SUPPORTED saying why.
  *
  * Devices: ACCEL_MINIMAL_DEVICES (read through host->get_env; default 0, so
  * the plugin never competes with a real backend), at most MINIMAL_MAX_DEVICES.
@@ -30,6 +35,9 @@
 #ifdef MINIMAL_INLINE_HOST_FUNCS
 #define MINIMAL_NAME "inlinehost"
 #define MINIMAL_CAPS ACCEL_PLUGIN_CAP_HOST_FUNCTIONS
+#elif defined(MINIMAL_ABI_1_0)
+#define MINIMAL_NAME "abi10"
+#define MINIMAL_CAPS 0u
 #else
 #define MINIMAL_NAME "minimal"
 #define MINIMAL_CAPS 0u
@@ -141,9 +149,17 @@ static accel_status_t minimal_launch_host_func(accel_plugin_stream_t stream, acc
 /* Designated initializers: every member not named here is NULL, including
  * members appended to the vtable after this was written. */
 static const accel_plugin_api_t g_api = {
+#ifdef MINIMAL_ABI_1_0
+    /* As a plugin compiled against the ABI 1.0 header: its table ends at
+     * mem_get_info and it says minor 0. */
+    .struct_size = ACCEL_PLUGIN_API_V1_SIZE,
+    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
+    .abi_minor = 0,
+#else
     .struct_size = sizeof(accel_plugin_api_t),
     .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
     .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
+#endif
     .name = MINIMAL_NAME,
     .priority = 1, /* far below every vendor backend */
     .capabilities = MINIMAL_CAPS,
