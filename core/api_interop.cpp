@@ -43,12 +43,11 @@ accel_status_t fill_native(const char* fn, Backend& b, const char* op,
   return ACCEL_SUCCESS;
 }
 
-}  // namespace
-
-extern "C" {
-
-accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
-  const char* const fn = __func__;
+// accel_stream_native_handle's full path: first query of a stream, NULL
+// stream, errors. Out of line, so the cached path below stays small.
+[[gnu::noinline]] accel_status_t stream_native_handle_full(accel_stream_t stream,
+                                                           accel_native_handle_t* out) {
+  const char* const fn = "accel_stream_native_handle";
   return guarded(fn, [&] {
     if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
@@ -79,6 +78,26 @@ accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_ha
     out->struct_size = caller_size;
     return ACCEL_SUCCESS;
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
+  // Fast path: a live stream whose handle was asked before, of a backend
+  // still usable in this process. Only a copy: no lock is taken, so a call
+  // from a plugin callback cannot deadlock here and is not refused.
+  // A caller's struct of today's size (or larger) gets a fixed-size copy.
+  if (stream != nullptr && out != nullptr && out->struct_size >= sizeof(accel_native_handle_t) &&
+      live(stream) && stream->native_cached.load(std::memory_order_acquire) &&
+      !stream->backend->forked.load(std::memory_order_relaxed)) [[likely]] {
+    const size_t caller_size = out->struct_size;
+    *out = stream->native_handle;
+    out->struct_size = caller_size;
+    return ACCEL_SUCCESS;
+  }
+  return stream_native_handle_full(stream, out);
 }
 
 accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handle_t* out) {
