@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cuda.h>
-#include <sys/types.h>
 
 #include <accel/accel_plugin.h>
 #include <accel/accel_plugin_helpers.hpp>
@@ -29,7 +28,8 @@ using accel::plugin::guarded;
 // ---- the driver library (library.cpp) ---------------------------------------
 
 // The oldest driver the plugin accepts: 11.4 (cuDeviceGetUuid_v2,
-// cuLaunchHostFunc, stream priorities, and the _v2 memory API).
+// cuLaunchHostFunc, stream priorities, and the _v2 memory API). Everything
+// in the table below is older than that (cuStreamGetCtx: 9.2).
 constexpr int kMinDriverVersion = 11040;
 
 // X(name, compat): `name` as cuda.h spells it (cuda.h may map it to a
@@ -72,7 +72,15 @@ constexpr int kMinDriverVersion = 11040;
   X(cuMemcpyDtoHAsync, nullptr)               \
   X(cuMemcpyDtoDAsync, nullptr)               \
   X(cuMemsetD8Async, nullptr)                 \
-  X(cuMemGetInfo, nullptr)
+  X(cuMemGetInfo, nullptr)                    \
+  X(cuStreamGetCtx, nullptr)                  \
+  X(cuMemHostAlloc, nullptr)                  \
+  X(cuMemFreeHost, nullptr)                   \
+  X(cuMemHostRegister, "cuMemHostRegister")   \
+  X(cuMemHostUnregister, nullptr)             \
+  X(cuDeviceCanAccessPeer, nullptr)           \
+  X(cuCtxEnablePeerAccess, nullptr)           \
+  X(cuMemcpyPeerAsync, nullptr)
 
 // Written once by op_init (under the core's discovery lock), read-only after.
 struct Driver {
@@ -108,6 +116,11 @@ const char* code_text(CUresult code) noexcept;
 // ACCEL_ERROR_BACKEND_FAILURE.
 accel_status_t vendor_fail(const char* call, CUresult code) noexcept;
 
+// The same detail, returned as `status`: for the codes an operation knows to
+// mean the caller's mistake (ACCEL_ERROR_INVALID_ARGUMENT) or a limit of the
+// hardware (ACCEL_ERROR_NOT_SUPPORTED).
+accel_status_t vendor_fail_as(accel_status_t status, const char* call, CUresult code) noexcept;
+
 // A query's answer: CUDA_ERROR_NOT_READY is ACCEL_ERROR_NOT_READY with no
 // error detail (not a failure); any other failure goes through vendor_fail.
 accel_status_t query_status(const char* call, CUresult code) noexcept;
@@ -125,20 +138,23 @@ accel_status_t query_status(const char* call, CUresult code) noexcept;
 // The count op_device_count returned (0 before it ran).
 int32_t counted_devices() noexcept;
 
-// Process in which counting ran cuInit; 0 when counting did not need it.
-pid_t counted_with_cuinit_in() noexcept;
-
 // "NVML", "/proc/driver/nvidia/gpus" or "cuDeviceGetCount".
 const std::string& count_source() noexcept;
 
 // ---- devices (devices.cpp) --------------------------------------------------
 
-// A stream: a created one (CU_STREAM_NON_BLOCKING) or a device's default
-// stream, whose handle is CU_STREAM_LEGACY.
+// A stream: a created one (CU_STREAM_NON_BLOCKING), a device's default
+// stream, whose handle is CU_STREAM_LEGACY, or a wrapper of the program's
+// CUstream (stream_from_native). Every operation goes straight to `handle`:
+// the plugin keeps no ordering state of its own, so work the program puts
+// on the handle is ordered with accel's both ways.
 struct Stream {
   int32_t device = 0;
   CUstream handle = nullptr;
   bool is_default = false;
+  // stream_destroy destroys `handle`: streams the plugin created, and
+  // wrappers made with ACCEL_NATIVE_TAKE_OWNERSHIP.
+  bool owns_handle = true;
 };
 
 struct Event {
@@ -164,6 +180,11 @@ accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
 // The device's primary context, retained on first use (thread-safe).
 accel_status_t primary_context(int32_t device_index, CUcontext* ctx);
+
+// The device whose context host-memory calls run in: the one whose primary
+// context is current on the calling thread, else the thread's accel device
+// (see CtxScope), so they create no context the program does not use.
+int32_t calling_thread_device() noexcept;
 
 // Makes `device`'s primary context current for the scope and restores what
 // was current before on exit, as torch's device guards do. If no context was
@@ -202,11 +223,14 @@ void declare_discovery_fork_safe() noexcept;
 // Every vtable member, op_<member>, wired in plugin.cpp; each body runs
 // inside guarded(), so nothing unwinds into the core. count.cpp: init,
 // device_count; devices.cpp: lazy_init, properties, current device,
-// device_synchronize; library.cpp: runtime_version; streams.cpp, events.cpp,
-// hostfn.cpp, memory.cpp: the rest.
+// device_synchronize, the device's native handle, peer access, attributes
+// and capability; library.cpp: runtime_version; streams.cpp (with stream
+// native handles and streams from native ones), events.cpp, hostfn.cpp,
+// memory.cpp (with pinned host memory and peer copies): the rest.
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
-ACCEL_BACKEND_NO_INTEROP_OPS
+// The ABI 1.1 groups (native handles, host memory, peer copies, attributes):
+// all four, in full.
+ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::cuda

@@ -12,9 +12,9 @@
 //  3. the driver itself. cuInit has then run during discovery, so a fork()ed
 //     child cannot use CUDA any more: the plugin does not declare
 //     ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE, and the core refuses the backend
-//     in such a child with ACCEL_ERROR_FORKED.
+//     in such a child with ACCEL_ERROR_FORKED (core/fork.cpp: the plugin
+//     keeps no fork state of its own and never asks which process it is in).
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <vector>
@@ -29,7 +29,7 @@ namespace {
 
 // Written by op_device_count under the core's discovery lock, read-only after.
 int32_t g_count = 0;
-pid_t g_cuinit_pid = 0;
+bool g_ran_cuinit = false;  // counting went through the driver
 std::string g_source;
 
 // The slice of NVML used here (nvml.h is not needed to build).
@@ -109,7 +109,7 @@ bool count_with_nvml(const char* path, bool want_uuids, Physical& out, std::stri
 accel_status_t count_with_driver(int32_t* count) {
   g_source = "cuDeviceGetCount";
   Driver& d = driver();
-  g_cuinit_pid = getpid();
+  g_ran_cuinit = true;
   CUresult rc = d.cuInit(0);
   if (rc == CUDA_ERROR_NO_DEVICE) {
     *count = 0;
@@ -201,7 +201,6 @@ accel_status_t count_devices(int32_t* count) {
 }  // namespace
 
 int32_t counted_devices() noexcept { return g_count; }
-pid_t counted_with_cuinit_in() noexcept { return g_cuinit_pid; }
 const std::string& count_source() noexcept { return g_source; }
 
 // Loads the driver only: no cuInit, no context.
@@ -214,8 +213,9 @@ accel_status_t op_device_count(int32_t* count) {
     accel_status_t st = count_devices(count);
     if (st == ACCEL_SUCCESS) g_count = *count;
     // Counting through NVML or /proc ran no CUDA code: a fork() child may
-    // still initialise CUDA itself. After cuInit it may not.
-    if (g_cuinit_pid == 0) declare_discovery_fork_safe();
+    // still initialise CUDA itself. After cuInit it may not, and the core
+    // refuses the backend there because the bit is missing.
+    if (!g_ran_cuinit) declare_discovery_fork_safe();
     return st;
   });
 }

@@ -1,5 +1,6 @@
 // Devices and their primary contexts: op_lazy_init, properties, the calling
-// thread's current device, device_synchronize, and CtxScope.
+// thread's current device, device_synchronize, and CtxScope; ABI 1.1: the
+// device's native handle, peer access and attributes.
 //
 // The current device is the CUDA runtime's: the primary context current on
 // the calling thread (cuCtxSetCurrent), so accel and code using the CUDA
@@ -24,21 +25,21 @@ Device* g_devices = nullptr;
 // stands for it. See CtxScope.
 thread_local int32_t t_device = 0;
 
-// cuInit (unless counting did it in this process), the driver's device count
-// checked against the core's, CUdevice handles and default streams.
+// cuInit, the driver's device count checked against the core's, CUdevice
+// handles and default streams.
 accel_status_t init_devices(int32_t expected_count) {
   Driver& d = driver();
-  // A fork() child of a process that ran cuInit never gets here: the core
-  // refuses the backend there (the plugin does not declare
-  // ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE after counting with cuInit).
-  if (counted_with_cuinit_in() == 0) {
-    CUresult rc = d.cuInit(0);
-    if (rc == CUDA_ERROR_STUB_LIBRARY)
-      return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
-                  "cuInit: '%s' is the CUDA toolkit's stub library: no NVIDIA driver is installed",
-                  d.path.c_str());
-    if (rc != CUDA_SUCCESS) return vendor_fail("cuInit", rc);
-  }
+  // cuInit again if counting already ran it: a repeated cuInit(0) is a
+  // no-op that succeeds. A fork() child of a process that ran cuInit never
+  // gets here: the core refuses the backend there (the plugin does not
+  // declare ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE after counting with cuInit,
+  // and an initialised backend is never usable in a child).
+  CUresult rc = d.cuInit(0);
+  if (rc == CUDA_ERROR_STUB_LIBRARY)
+    return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
+                "cuInit: '%s' is the CUDA toolkit's stub library: no NVIDIA driver is installed",
+                d.path.c_str());
+  if (rc != CUDA_SUCCESS) return vendor_fail("cuInit", rc);
   int n = 0;
   ACCEL_CU_TRY(cuDeviceGetCount, (&n));
   if (n < expected_count)
@@ -89,6 +90,15 @@ accel_status_t primary_context(int32_t device_index, CUcontext* ctx) {
   }
   *ctx = c;
   return ACCEL_SUCCESS;
+}
+
+int32_t calling_thread_device() noexcept {
+  CUcontext cur = nullptr;
+  if (driver().cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr) {
+    for (int32_t i = 0; i < g_count; ++i)
+      if (g_devices[i].ctx.load(std::memory_order_acquire) == cur) return i;
+  }
+  return t_device;
 }
 
 CtxScope::CtxScope(int32_t device) {
@@ -212,6 +222,164 @@ accel_status_t op_device_synchronize(int32_t device) {
     ACCEL_CUDA_CTX_SCOPE(device);
     ACCEL_CU_TRY(cuCtxSynchronize, ());
     return ACCEL_SUCCESS;
+  });
+}
+
+}  // namespace accel::cuda
+
+// ---------------------------------------------------------------------------
+// ABI 1.1: the device's native handle, peer access, attributes
+// ---------------------------------------------------------------------------
+
+namespace accel::cuda {
+
+// No CUDA object stands for a device beyond its ordinal: handle NULL (as
+// accel.h's table says), context the primary context (retained here if it
+// was not yet: the handle must stay valid), ordinal the CUdevice.
+accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
+  return guarded("device_native_handle", [&] {
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    CUcontext ctx = nullptr;
+    if (accel_status_t st = primary_context(device, &ctx); st != ACCEL_SUCCESS) return st;
+    out->type = ACCEL_NATIVE_CUDA;
+    out->handle = nullptr;
+    out->context = ctx;
+    out->ordinal = d->dev;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
+  return guarded("device_can_access_peer", [&] {
+    Device *a = nullptr, *b = nullptr;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    int yes = 0;
+    ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
+    *can_access = yes != 0 ? 1 : 0;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// cuCtxEnablePeerAccess(peer's primary context) with `device`'s primary
+// context current: access is per context pair and one-way, as in CUDA.
+// The peer's context is retained first (the call needs a live context).
+accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
+  return guarded("device_enable_peer_access", [&] {
+    Device *a = nullptr, *b = nullptr;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    int yes = 0;
+    ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
+    if (yes == 0)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "device %d cannot access the memory of device %d directly "
+                  "(cuDeviceCanAccessPeer answers 0: no P2P path between these GPUs); copies "
+                  "between them still work, staged by the driver",
+                  int(device), int(peer));
+    CUcontext peer_ctx = nullptr;
+    if (accel_status_t st = primary_context(peer, &peer_ctx); st != ACCEL_SUCCESS) return st;
+    ACCEL_CUDA_CTX_SCOPE(device);
+    CUresult rc = driver().cuCtxEnablePeerAccess(peer_ctx, 0);
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return ACCEL_SUCCESS;
+    if (rc == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+      return vendor_fail_as(ACCEL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess", rc);
+    return vendor_fail("cuCtxEnablePeerAccess", rc);
+  });
+}
+
+namespace {
+
+// accel attribute -> the CU_DEVICE_ATTRIBUTE_* that answers it, with its
+// name for messages.
+struct AttrMap {
+  accel_device_attr_t accel;
+  CUdevice_attribute cu;
+  const char* name;
+};
+
+#define ACCEL_CUDA_ATTR(a, c) \
+  AttrMap { ACCEL_DEVICE_ATTR_##a, CU_DEVICE_ATTRIBUTE_##c, "CU_DEVICE_ATTRIBUTE_" #c }
+
+constexpr AttrMap kAttributes[] = {
+    ACCEL_CUDA_ATTR(COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY_MAJOR),
+    ACCEL_CUDA_ATTR(COMPUTE_CAPABILITY_MINOR, COMPUTE_CAPABILITY_MINOR),
+    ACCEL_CUDA_ATTR(WARP_SIZE, WARP_SIZE),
+    ACCEL_CUDA_ATTR(MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_BLOCK),
+    ACCEL_CUDA_ATTR(MAX_BLOCK_DIM_X, MAX_BLOCK_DIM_X),
+    ACCEL_CUDA_ATTR(MAX_BLOCK_DIM_Y, MAX_BLOCK_DIM_Y),
+    ACCEL_CUDA_ATTR(MAX_BLOCK_DIM_Z, MAX_BLOCK_DIM_Z),
+    ACCEL_CUDA_ATTR(MAX_GRID_DIM_X, MAX_GRID_DIM_X),
+    ACCEL_CUDA_ATTR(MAX_GRID_DIM_Y, MAX_GRID_DIM_Y),
+    ACCEL_CUDA_ATTR(MAX_GRID_DIM_Z, MAX_GRID_DIM_Z),
+    // What a block gets without opting in (cudaDeviceProp.sharedMemPerBlock).
+    ACCEL_CUDA_ATTR(SHARED_MEMORY_PER_BLOCK, MAX_SHARED_MEMORY_PER_BLOCK),
+    ACCEL_CUDA_ATTR(MULTIPROCESSOR_COUNT, MULTIPROCESSOR_COUNT),
+    ACCEL_CUDA_ATTR(CLOCK_RATE_KHZ, CLOCK_RATE),
+    ACCEL_CUDA_ATTR(MEMORY_BUS_WIDTH, GLOBAL_MEMORY_BUS_WIDTH),
+    ACCEL_CUDA_ATTR(L2_CACHE_SIZE, L2_CACHE_SIZE),
+    ACCEL_CUDA_ATTR(INTEGRATED, INTEGRATED),
+    ACCEL_CUDA_ATTR(UNIFIED_ADDRESSING, UNIFIED_ADDRESSING),
+    ACCEL_CUDA_ATTR(MANAGED_MEMORY, MANAGED_MEMORY),
+    ACCEL_CUDA_ATTR(CONCURRENT_KERNELS, CONCURRENT_KERNELS),
+    ACCEL_CUDA_ATTR(ASYNC_ENGINE_COUNT, ASYNC_ENGINE_COUNT),
+    ACCEL_CUDA_ATTR(ECC_ENABLED, ECC_ENABLED),
+};
+
+#undef ACCEL_CUDA_ATTR
+
+const AttrMap* cuda_attribute(accel_device_attr_t attr) {
+  for (const AttrMap& m : kAttributes)
+    if (m.accel == attr) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+// cuDeviceGetAttribute needs no context. COMPUTE_CAPABILITY_STEPPING (CUDA
+// has none) and MAX_ALLOCATION_SIZE (CUDA reports no per-allocation limit:
+// cuMemAlloc is bounded by free memory only) are not supported; an
+// attribute the driver does not know (CUDA_ERROR_INVALID_VALUE) is not
+// supported either, with the driver's answer.
+accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
+  return guarded("device_get_attribute", [&] {
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "compute_capability_stepping: a CUDA compute capability is major.minor only "
+                  "(no stepping)");
+    if (attr == ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "max_allocation_size: CUDA reports no per-allocation limit (cuMemAlloc is "
+                  "bounded by free device memory only: see accel_mem_get_info)");
+    const AttrMap* m = cuda_attribute(attr);
+    if (m == nullptr)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED, "device attribute %d has no CUDA equivalent",
+                  static_cast<int>(attr));
+    int v = 0;
+    CUresult rc = driver().cuDeviceGetAttribute(&v, m->cu, d->dev);
+    if (rc == CUDA_ERROR_INVALID_VALUE)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "this CUDA driver does not answer %s (cuDeviceGetAttribute failed: "
+                  "CUDA_ERROR_INVALID_VALUE)",
+                  m->name);
+    if (rc != CUDA_SUCCESS)
+      return vendor_fail(format("cuDeviceGetAttribute(%s)", m->name).c_str(), rc);
+    *value = v;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Every NVIDIA GPU CUDA 11.4+ supports holds each of accel's element types
+// (double precision and half are in every compute capability it runs on):
+// the core's full set stands.
+accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
+  return guarded("get_device_capability", [&] {
+    (void)capability;
+    Device* d = nullptr;
+    return device_at(device, d);
   });
 }
 

@@ -1,6 +1,7 @@
 // Events: cuEvent* in the event's device context. Timing is on only when
 // asked for (ACCEL_EVENT_ENABLE_TIMING): CUDA documents events made with
-// CU_EVENT_DISABLE_TIMING as the fastest to query and wait on.
+// CU_EVENT_DISABLE_TIMING as the fastest to query and wait on. ABI 1.1: the
+// event's native handle.
 #include <memory>
 
 #include "backend.hpp"
@@ -66,6 +67,23 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
     float out = 0.0f;
     ACCEL_CU_TRY(cuEventElapsedTime, (&out, a->handle, as_event(end)->handle));
     *ms = out;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// One CUevent for the event's whole life (cuEventRecord re-records it), so
+// the handle is the same before and after every record, never NULL.
+accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
+  return guarded("event_native_handle", [&] {
+    Event* e = as_event(event);
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(e->device, d); st != ACCEL_SUCCESS) return st;
+    CUcontext ctx = nullptr;
+    if (accel_status_t st = primary_context(e->device, &ctx); st != ACCEL_SUCCESS) return st;
+    out->type = ACCEL_NATIVE_CUDA;
+    out->handle = e->handle;
+    out->context = ctx;
+    out->ordinal = d->dev;
     return ACCEL_SUCCESS;
   });
 }

@@ -1,6 +1,8 @@
 // Device memory: cuMemAlloc/cuMemFree, async copies in the three directions,
 // memset, free/total, each in the device's context. Device pointers cross the
-// ABI as void* holding the CUdeviceptr value.
+// ABI as void* holding the CUdeviceptr value. ABI 1.1: page-locked host
+// memory (cuMemHostAlloc / cuMemHostRegister, both PORTABLE) and copies
+// between devices (cuMemcpyPeerAsync).
 #include <cstdint>
 
 #include "backend.hpp"
@@ -69,6 +71,89 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
     ACCEL_CU_TRY(cuMemGetInfo, (&f, &t));
     *free_bytes = f;
     *total_bytes = t;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// ---- ABI 1.1: page-locked host memory ---------------------------------------
+
+// The driver needs a current context for these calls; the memory belongs to
+// no device: PORTABLE makes every context treat it as pinned, so copies
+// between it and any device are truly asynchronous. The context used is the
+// calling thread's (calling_thread_device), so no other device's context is
+// created for it.
+
+accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
+  return guarded("host_alloc", [&] {
+    (void)flags;  // 0: checked by the core
+    ACCEL_CUDA_CTX_SCOPE(calling_thread_device());
+    void* p = nullptr;
+    ACCEL_CU_TRY(cuMemHostAlloc, (&p, bytes, CU_MEMHOSTALLOC_PORTABLE));
+    *ptr = p;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_free(void* ptr) {
+  return guarded("host_free", [&] {
+    ACCEL_CUDA_CTX_SCOPE(calling_thread_device());
+    ACCEL_CU_TRY(cuMemFreeHost, (ptr));
+    return ACCEL_SUCCESS;
+  });
+}
+
+// A range the program page-locked itself (cuMemHostRegister, cudaHostRegister)
+// is refused with the driver's CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED as
+// ACCEL_ERROR_INVALID_ARGUMENT; memory the driver cannot lock (e.g. some
+// device or file mappings: CUDA_ERROR_NOT_SUPPORTED / NOT_PERMITTED) is
+// ACCEL_ERROR_NOT_SUPPORTED.
+accel_status_t op_host_register(void* ptr, size_t bytes, uint32_t flags) {
+  return guarded("host_register", [&] {
+    (void)flags;  // 0: checked by the core
+    ACCEL_CUDA_CTX_SCOPE(calling_thread_device());
+    CUresult rc = driver().cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+    switch (rc) {
+      case CUDA_SUCCESS:
+        return ACCEL_SUCCESS;
+      case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+      case CUDA_ERROR_INVALID_VALUE:
+        return vendor_fail_as(ACCEL_ERROR_INVALID_ARGUMENT, "cuMemHostRegister", rc);
+      case CUDA_ERROR_NOT_SUPPORTED:
+      case CUDA_ERROR_NOT_PERMITTED:
+        return vendor_fail_as(ACCEL_ERROR_NOT_SUPPORTED, "cuMemHostRegister", rc);
+      default:
+        return vendor_fail("cuMemHostRegister", rc);
+    }
+  });
+}
+
+accel_status_t op_host_unregister(void* ptr) {
+  return guarded("host_unregister", [&] {
+    ACCEL_CUDA_CTX_SCOPE(calling_thread_device());
+    CUresult rc = driver().cuMemHostUnregister(ptr);
+    if (rc == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+      return vendor_fail_as(ACCEL_ERROR_INVALID_ARGUMENT, "cuMemHostUnregister", rc);
+    if (rc != CUDA_SUCCESS) return vendor_fail("cuMemHostUnregister", rc);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// ---- ABI 1.1: copies between devices ------------------------------------------
+
+// cuMemcpyPeerAsync between the two primary contexts, queued on the stream
+// (of either device) with its context current: ordered with the stream's
+// other work. Direct over NVLink/PCIe P2P where the driver can, staged by
+// the driver otherwise; peer access need not be enabled.
+accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* src,
+                                    int32_t src_device, size_t bytes,
+                                    accel_plugin_stream_t stream) {
+  return guarded("memcpy_peer_async", [&] {
+    Stream* s = as_stream(stream);
+    CUcontext dst_ctx = nullptr, src_ctx = nullptr;
+    if (accel_status_t st = primary_context(dst_device, &dst_ctx); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = primary_context(src_device, &src_ctx); st != ACCEL_SUCCESS) return st;
+    ACCEL_CUDA_CTX_SCOPE(s->device);
+    ACCEL_CU_TRY(cuMemcpyPeerAsync, (dptr(dst), dst_ctx, dptr(src), src_ctx, bytes, s->handle));
     return ACCEL_SUCCESS;
   });
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # tests/gpu/cuda.sh - build accel and run it on a machine with a real NVIDIA
 # GPU: the conformance suite, accelctl backends/devices/selftest, the CUDA
-# plugin's own tests (over the fake driver) and any benchmarks that are built.
-# Well under 10 minutes, no network. Usage, from anywhere:
+# plugin's own tests (over the fake driver), the ABI 1.1 interop checks on
+# the real driver (tests/gpu/cuda_interop.c: driver work on an exported
+# CUstream between accel copies, a wrapped CUstream, pinned vs pageable H2D
+# bandwidth, attributes, a peer copy with two GPUs) and any benchmarks that
+# are built. Needs the NVIDIA driver and cuda.h only (no toolkit libraries,
+# no nvcc). Well under 10 minutes, no network. Usage, from anywhere:
 #
 #   tests/gpu/cuda.sh            # build into <repo>/build-gpu, then run
 #   BUILD_DIR=/tmp/b tests/gpu/cuda.sh
@@ -34,8 +38,13 @@ if command -v pkg-config >/dev/null 2>&1; then
     missing+=("nlohmann-json")
   [ -f /usr/include/CLI/CLI.hpp ] || pkg-config --exists CLI11 || missing+=("CLI11")
 fi
-[ -f /usr/local/cuda/include/cuda.h ] || [ -f /usr/include/cuda.h ] ||
-  missing+=("cuda.h (CUDA toolkit headers in /usr/local/cuda/include)")
+cuda_inc=
+for d in "${CUDA_INCLUDE_DIR:-}" /usr/local/cuda/include /opt/cuda/include /usr/include; do
+  if [ -n "$d" ] && [ -f "$d/cuda.h" ]; then cuda_inc=$d; break; fi
+done
+[ -n "$cuda_inc" ] || missing+=("cuda.h (CUDA toolkit headers in /usr/local/cuda/include)")
+cc=${CC:-cc}
+command -v "$cc" >/dev/null 2>&1 || cc="c++ -x c"  # a C compiler for cuda_interop.c
 if [ ${#missing[@]} -gt 0 ]; then
   printf 'cuda.sh: cannot build, missing: %s\n' "$(IFS=', '; echo "${missing[*]}")" >&2
   printf 'cuda.sh: on Debian/Ubuntu: apt-get install meson ninja-build g++ pkg-config libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libcli11-dev (and the CUDA toolkit headers)\n' >&2
@@ -66,9 +75,16 @@ say "build into $build"
 start=$(date +%s)
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$repo" -Dbuildtype=release -Dcuda=enabled -Dhip=disabled \
-    -Dlevel_zero=disabled -Dopencl=disabled -Dtests=true -Dtools=true || die "meson setup failed"
+    -Dlevel_zero=disabled -Dopencl=disabled -Dtests=true -Dtools=true \
+    -Dcuda-include-dir="$cuda_inc" || die "meson setup failed"
 fi
 timeout 420 ninja -C "$build" -j "$jobs" || die "build failed"
+# The interop checks: plain C on accel.h and the Driver API (the driver is
+# dlopen()ed at run time, the same file the plugin opens).
+interop="$build/cuda-interop"
+$cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_interop.c" \
+  -o "$interop" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl -lpthread ||
+  die "cannot build tests/gpu/cuda_interop.c"
 echo "build: $(( $(date +%s) - start )) s"
 
 export ACCEL_PLUGIN_PATH="$build/backends/cuda"
@@ -93,6 +109,8 @@ run "accelctl backends" "$accelctl" backends
 run "accelctl devices" env ACCEL_BACKEND=cuda "$accelctl" devices
 run "accelctl selftest" "$accelctl" selftest --backend cuda
 run "conformance" "$conformance" --backend cuda --durations yes
+run "interop on the driver API (exported and wrapped CUstreams, pinned memory, attributes, peers)" \
+  env ACCEL_BACKEND=cuda "$interop"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
 for bench in "$build"/tests/bench/accel-bench*; do
   [ -x "$bench" ] && [ -f "$bench" ] || continue

@@ -16,9 +16,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +57,134 @@ Fn sym(void* h, const char* name) {
 }
 
 using backend_test::in_child;
+
+void peer_copy_in_order();  // below, with the [interop] tests
+
+// A call that must succeed; on failure the report shows accel's detail.
+#define REQUIRE_OK(expr)                                                           \
+  do {                                                                             \
+    accel_status_t st_ = (expr);                                                   \
+    INFO(#expr << " -> " << accel_status_name(st_) << ": " << accel_last_error()); \
+    REQUIRE(st_ == ACCEL_SUCCESS);                                                 \
+  } while (0)
+
+// A call that must fail with `status`; returns accel's detail.
+std::string refused(accel_status_t got, accel_status_t status) {
+  std::string msg = accel_last_error();
+  INFO("got " << accel_status_name(got) << ": " << msg);
+  CHECK(got == status);
+  return msg;
+}
+
+// The fake's test hook (not CUDA): one of its counters.
+long long fake_count(const char* what) {
+  auto fn = sym<long long (*)(const char*)>(fake_driver(), "fake_cuda_count");
+  long long v = fn(what);
+  INFO(what);
+  REQUIRE(v >= 0);
+  return v;
+}
+
+CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+accel_native_handle_t native_of(accel_stream_t s) {
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  REQUIRE_OK(accel_stream_native_handle(s, &h));
+  return h;
+}
+
+accel_native_handle_t cuda_stream_handle(CUstream s) {
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  h.type = ACCEL_NATIVE_CUDA;
+  h.handle = s;
+  h.ordinal = -1;
+  return h;
+}
+
+// Holds a stream's queue until opened: work queued behind it is still
+// pending, so an order between two queues would show (10 s at most).
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool is_open = false;
+  static void wait(void* p) {
+    auto* g = static_cast<Gate*>(p);
+    std::unique_lock lock(g->m);
+    g->cv.wait_for(lock, std::chrono::seconds(10), [&] { return g->is_open; });
+  }
+  void open() {
+    {
+      std::lock_guard lock(m);
+      is_open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// Host functions that append their letter to a log, in the order they ran.
+struct Log {
+  std::mutex m;
+  std::string text;
+};
+struct Mark {
+  Log* log;
+  char c;
+  static void run(void* p) {
+    auto* mk = static_cast<Mark*>(p);
+    std::lock_guard lock(mk->log->m);
+    mk->log->text += mk->c;
+  }
+};
+
+// Makes `ctx` current for the scope, as a program using the Driver API
+// does, and restores what was current.
+class DriverCtx {
+ public:
+  explicit DriverCtx(CUcontext ctx) {
+    void* h = fake_driver();
+    REQUIRE(FAKE_FN(h, cuCtxGetCurrent)(&previous_) == CUDA_SUCCESS);
+    REQUIRE(FAKE_FN(h, cuCtxSetCurrent)(ctx) == CUDA_SUCCESS);
+  }
+  ~DriverCtx() { FAKE_FN(fake_driver(), cuCtxSetCurrent)(previous_); }
+  DriverCtx(const DriverCtx&) = delete;
+  DriverCtx& operator=(const DriverCtx&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+};
+
+CUcontext primary_ctx_of(int32_t device) {
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  REQUIRE_OK(accel_device_native_handle(device, &h));
+  REQUIRE(h.type == ACCEL_NATIVE_CUDA);
+  REQUIRE(h.context != nullptr);
+  return static_cast<CUcontext>(h.context);
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned char seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 7 + seed);
+  return v;
+}
+
+// H2D then D2H of `data` through a fresh allocation of `device` on `s`.
+std::vector<unsigned char> through_device(accel_stream_t s, int32_t device, const void* src,
+                                          void* dst, size_t n) {
+  void* d = nullptr;
+  REQUIRE_OK(accel_malloc(device, n, &d));
+  REQUIRE_OK(accel_memcpy_async(d, src, n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+  REQUIRE_OK(accel_memcpy_async(dst, d, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+  REQUIRE_OK(accel_stream_synchronize(s));
+  REQUIRE_OK(accel_free(d));
+  const auto* b = static_cast<const unsigned char*>(dst);
+  return std::vector<unsigned char>(b, b + n);
+}
 
 // Child: real work on the fake (cuInit runs here, in the child), exit code
 // says what failed. Memory in fork()ed children is covered by tests/fork.
@@ -411,4 +541,457 @@ TEST_CASE("entry points through dlsym when cuGetProcAddress finds nothing", "[dl
   CHECK(accel_stream_destroy(s) == ACCEL_SUCCESS);
   CHECK(accel_event_destroy(a) == ACCEL_SUCCESS);
   CHECK(accel_event_destroy(b) == ACCEL_SUCCESS);
+  // The ABI 1.1 entry points came from dlsym too (cuMemHostRegister_v2, ...).
+  void* pinned = nullptr;
+  REQUIRE_OK(accel_host_malloc(4096, 0, &pinned));
+  std::vector<unsigned char> buf = pattern(4096, 5);
+  REQUIRE_OK(accel_host_register(buf.data(), buf.size(), 0));
+  accel_stream_t s0 = nullptr;
+  REQUIRE_OK(accel_current_stream(0, &s0));
+  CHECK(through_device(s0, 0, buf.data(), pinned, buf.size()) == buf);
+  REQUIRE_OK(accel_host_unregister(buf.data()));
+  REQUIRE_OK(accel_host_free(pinned));
+  peer_copy_in_order();
+}
+
+// ---- ABI 1.1 over the fake driver: native handles, pinned memory, peers,
+// attributes ([interop]; [interop-no-peer] with FAKE_CUDA_PEER=0) -----------
+
+TEST_CASE("the four ABI 1.1 groups with every entry point through cuGetProcAddress", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  Info i = cuda_info();
+  const uint32_t groups = ACCEL_CAP_NATIVE_HANDLES | ACCEL_CAP_HOST_MEMORY | ACCEL_CAP_PEER_COPY |
+                          ACCEL_CAP_DEVICE_ATTRIBUTES;
+  CHECK((i.caps & groups) == groups);
+  // Every name the plugin asked for is in the fake's cuGetProcAddress table.
+  CHECK(fake_count("proc_address_misses") == 0);
+}
+
+// Work the program queues on the exported CUstream through the Driver API
+// (the fake's own cuMemsetD8Async and cuLaunchHostFunc) runs between accel's
+// work before and after it. The queue is held shut by a host function until
+// all of it is queued, so work on any other queue would run first and show.
+TEST_CASE("an exported CUstream runs driver work in accel's order", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_driver();
+  auto memset8 = FAKE_FN(h, cuMemsetD8Async);
+  auto host_func = FAKE_FN(h, cuLaunchHostFunc);
+  const int32_t dev = 1;
+
+  accel_stream_t created = nullptr;
+  REQUIRE_OK(accel_stream_create(dev, 0, &created));
+  accel_stream_t def = nullptr;
+  REQUIRE_OK(accel_current_stream(dev, &def));
+
+  for (accel_stream_t s : {created, def}) {
+    const bool is_default = s == def;
+    INFO((is_default ? "the default stream" : "a created stream"));
+    const accel_native_handle_t n = native_of(s);
+    CHECK(n.type == ACCEL_NATIVE_CUDA);
+    CHECK(std::string(n.backend) == "cuda");
+    CHECK(n.ordinal == dev);
+    CHECK(n.context == primary_ctx_of(dev));
+    if (is_default)
+      CHECK(n.handle == static_cast<void*>(CU_STREAM_LEGACY));
+    else
+      CHECK(n.handle != static_cast<void*>(CU_STREAM_LEGACY));
+    const auto cs = static_cast<CUstream>(n.handle);
+
+    const size_t size = 1 << 16;
+    const auto data = pattern(size, is_default ? 3 : 5);
+    std::vector<unsigned char> back(size, 0);
+    void* d = nullptr;
+    REQUIRE_OK(accel_malloc(dev, size, &d));
+    Gate gate;
+    Log log;
+    Mark accel_before{&log, 'a'}, cuda_mark{&log, 'c'}, accel_after{&log, 'b'};
+    REQUIRE_OK(accel_launch_host_func(s, Gate::wait, &gate));
+    REQUIRE_OK(accel_launch_host_func(s, Mark::run, &accel_before));
+    REQUIRE_OK(accel_memcpy_async(d, data.data(), size, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    {
+      // The program's own driver calls, with the stream's context current
+      // (required for CU_STREAM_LEGACY, which names the current context's).
+      DriverCtx ctx(static_cast<CUcontext>(n.context));
+      REQUIRE(memset8(dptr(d) + 100, 0xEE, 300, cs) == CUDA_SUCCESS);
+      REQUIRE(host_func(cs, Mark::run, &cuda_mark) == CUDA_SUCCESS);
+    }
+    REQUIRE_OK(accel_launch_host_func(s, Mark::run, &accel_after));
+    REQUIRE_OK(accel_memcpy_async(back.data(), d, size, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    CHECK(accel_stream_query(s) == ACCEL_ERROR_NOT_READY);  // still held
+    gate.open();
+    REQUIRE_OK(accel_stream_synchronize(s));
+    auto expect = data;
+    std::fill(expect.begin() + 100, expect.begin() + 400, 0xEE);
+    CHECK(back == expect);
+    CHECK(log.text == "acb");
+    REQUIRE_OK(accel_free(d));
+  }
+  // An event's handle is its CUevent, the same before and after records.
+  accel_event_t e = nullptr;
+  REQUIRE_OK(accel_event_create(dev, ACCEL_EVENT_DEFAULT, &e));
+  accel_native_handle_t eh;
+  std::memset(&eh, 0, sizeof eh);
+  eh.struct_size = sizeof eh;
+  REQUIRE_OK(accel_event_native_handle(e, &eh));
+  CHECK(eh.type == ACCEL_NATIVE_CUDA);
+  CHECK(eh.handle != nullptr);
+  CHECK(eh.ordinal == dev);
+  const void* before = eh.handle;
+  REQUIRE_OK(accel_event_record(e, created));
+  REQUIRE_OK(accel_event_synchronize(e));
+  REQUIRE_OK(accel_event_native_handle(e, &eh));
+  CHECK(eh.handle == before);
+  {
+    DriverCtx ctx(primary_ctx_of(dev));
+    CHECK(FAKE_FN(h, cuEventQuery)(static_cast<CUevent>(eh.handle)) == CUDA_SUCCESS);
+  }
+  REQUIRE_OK(accel_event_destroy(e));
+  REQUIRE_OK(accel_stream_destroy(created));
+}
+
+TEST_CASE("a wrapped CUstream: ownership decides who destroys it", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_driver();
+  auto create = FAKE_FN(h, cuStreamCreateWithPriority);
+  auto query = FAKE_FN(h, cuStreamQuery);
+  auto synchronize = FAKE_FN(h, cuStreamSynchronize);
+  auto memset8 = FAKE_FN(h, cuMemsetD8Async);
+  const int32_t dev = 1;
+  const CUcontext ctx = primary_ctx_of(dev);
+  DriverCtx current(ctx);
+
+  CUstream mine = nullptr;
+  REQUIRE(create(&mine, CU_STREAM_NON_BLOCKING, 0) == CUDA_SUCCESS);
+  const long long live = fake_count("streams");
+  const accel_native_handle_t n = cuda_stream_handle(mine);
+
+  SECTION("borrowed: the wrapper goes, the CUstream stays the program's") {
+    accel_stream_t w = nullptr;
+    REQUIRE_OK(accel_stream_from_native(dev, &n, 0, &w));
+    CHECK(native_of(w).handle == static_cast<void*>(mine));
+    CHECK(native_of(w).context == ctx);
+    int32_t where = -1;
+    REQUIRE_OK(accel_stream_device(w, &where));
+    CHECK(where == dev);
+    // Stream work on the wrapper: copies, a host function, an event.
+    const auto data = pattern(4096, 9);
+    std::vector<unsigned char> back(4096);
+    CHECK(through_device(w, dev, data.data(), back.data(), data.size()) == data);
+    std::atomic<int> ran{0};
+    REQUIRE_OK(accel_launch_host_func(
+        w, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, &ran));
+    accel_event_t e = nullptr;
+    REQUIRE_OK(accel_event_create(dev, ACCEL_EVENT_DEFAULT, &e));
+    REQUIRE_OK(accel_event_record(e, w));
+    // The program's synchronize on its CUstream covers accel's work.
+    REQUIRE(synchronize(mine) == CUDA_SUCCESS);
+    CHECK(ran.load() == 1);
+    CHECK(accel_event_query(e) == ACCEL_SUCCESS);
+    // Driver work then accel work, the other way round.
+    void* d = nullptr;
+    REQUIRE_OK(accel_malloc(dev, 256, &d));
+    REQUIRE(memset8(dptr(d), 0x42, 256, mine) == CUDA_SUCCESS);
+    std::vector<unsigned char> got(256, 0);
+    REQUIRE_OK(accel_memcpy_async(got.data(), d, 256, ACCEL_MEMCPY_DEVICE_TO_HOST, w));
+    REQUIRE_OK(accel_stream_synchronize(w));
+    CHECK(got == std::vector<unsigned char>(256, 0x42));
+    REQUIRE_OK(accel_free(d));
+    REQUIRE_OK(accel_event_destroy(e));
+    REQUIRE_OK(accel_stream_destroy(w));
+    CHECK(fake_count("streams") == live);
+    CHECK(query(mine) == CUDA_SUCCESS);  // still the program's, still works
+    REQUIRE(FAKE_FN(h, cuStreamDestroy)(mine) == CUDA_SUCCESS);
+    CHECK(fake_count("streams") == live - 1);
+  }
+  SECTION("ACCEL_NATIVE_TAKE_OWNERSHIP: accel_stream_destroy destroys it") {
+    accel_stream_t w = nullptr;
+    REQUIRE_OK(accel_stream_from_native(dev, &n, ACCEL_NATIVE_TAKE_OWNERSHIP, &w));
+    const auto data = pattern(4096, 11);
+    std::vector<unsigned char> back(4096);
+    CHECK(through_device(w, dev, data.data(), back.data(), data.size()) == data);
+    CHECK(fake_count("streams") == live);
+    REQUIRE_OK(accel_stream_destroy(w));
+    CHECK(fake_count("streams") == live - 1);
+    CHECK(query(mine) == CUDA_ERROR_INVALID_HANDLE);  // the fake's answer for a destroyed one
+  }
+}
+
+TEST_CASE("wrapping refuses what cannot be a stream of the device", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_driver();
+  auto create = FAKE_FN(h, cuStreamCreateWithPriority);
+  CUstream on1 = nullptr;
+  {
+    DriverCtx current(primary_ctx_of(1));
+    REQUIRE(create(&on1, CU_STREAM_NON_BLOCKING, 0) == CUDA_SUCCESS);
+  }
+  const long long live = fake_count("streams");
+  accel_stream_t out = nullptr;
+
+  accel_native_handle_t n = cuda_stream_handle(on1);
+  std::string msg = refused(accel_stream_from_native(0, &n, 0, &out), ACCEL_ERROR_DEVICE_MISMATCH);
+  CHECK_THAT(msg, Catch::Contains("device 1"));
+  CHECK_THAT(msg, Catch::Contains("not to device 0"));
+  msg = refused(accel_stream_from_native(0, &n, ACCEL_NATIVE_TAKE_OWNERSHIP, &out),
+                ACCEL_ERROR_DEVICE_MISMATCH);
+
+  n = cuda_stream_handle(CU_STREAM_PER_THREAD);
+  msg = refused(accel_stream_from_native(0, &n, 0, &out), ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("CU_STREAM_PER_THREAD"));
+
+  n = cuda_stream_handle(CU_STREAM_LEGACY);
+  msg = refused(accel_stream_from_native(0, &n, ACCEL_NATIVE_TAKE_OWNERSHIP, &out),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("CU_STREAM_LEGACY"));
+  CHECK(out == nullptr);
+  // Borrowed, the legacy stream is the device's default stream's queue.
+  REQUIRE_OK(accel_stream_from_native(0, &n, 0, &out));
+  accel_stream_t def = nullptr;
+  REQUIRE_OK(accel_current_stream(0, &def));
+  CHECK(native_of(out).handle == native_of(def).handle);
+  const auto data = pattern(1024, 1);
+  std::vector<unsigned char> back(1024);
+  CHECK(through_device(out, 0, data.data(), back.data(), data.size()) == data);
+  REQUIRE_OK(accel_stream_destroy(out));
+  out = nullptr;
+
+  // A destroyed CUstream: cuStreamGetCtx's error, as a bad argument.
+  {
+    DriverCtx current(primary_ctx_of(1));
+    REQUIRE(FAKE_FN(h, cuStreamDestroy)(on1) == CUDA_SUCCESS);
+  }
+  n = cuda_stream_handle(on1);
+  msg = refused(accel_stream_from_native(1, &n, 0, &out), ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("cuStreamGetCtx"));
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_INVALID_HANDLE"));
+  CHECK(out == nullptr);
+  CHECK(fake_count("streams") == live - 1);  // only the program's destroy
+}
+
+TEST_CASE("pinned and registered host memory are the driver's", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_driver();
+  auto get_flags = FAKE_FN(h, cuMemHostGetFlags);
+  const size_t n = 1 << 16;
+  const long long allocs = fake_count("host_allocations");
+
+  void* pinned = nullptr;
+  REQUIRE_OK(accel_host_malloc(n, 0, &pinned));
+  CHECK(fake_count("host_allocations") == allocs + 1);
+  {
+    DriverCtx current(primary_ctx_of(1));  // any context: PORTABLE
+    unsigned flags = 0;
+    REQUIRE(get_flags(&flags, pinned) == CUDA_SUCCESS);
+    CHECK(flags == CU_MEMHOSTALLOC_PORTABLE);
+  }
+  // Copies to and from it count as pinned on both devices.
+  for (int32_t dev : {0, 1}) {
+    INFO("device " << dev);
+    accel_stream_t s = nullptr;
+    REQUIRE_OK(accel_stream_create(dev, 0, &s));
+    const auto data = pattern(n, static_cast<unsigned char>(dev + 20));
+    std::memcpy(pinned, data.data(), n);
+    const long long pinned_before = fake_count("pinned_copies");
+    const long long pageable_before = fake_count("pageable_copies");
+    CHECK(through_device(s, dev, pinned, pinned, n) == data);
+    CHECK(fake_count("pinned_copies") == pinned_before + 2);
+    CHECK(fake_count("pageable_copies") == pageable_before);
+    REQUIRE_OK(accel_stream_destroy(s));
+  }
+
+  // Registered: pinned while registered, pageable after.
+  std::vector<unsigned char> buf = pattern(n, 77);
+  const long long ranges = fake_count("registered_ranges");
+  REQUIRE_OK(accel_host_register(buf.data(), buf.size(), 0));
+  CHECK(fake_count("registered_ranges") == ranges + 1);
+  accel_stream_t s1 = nullptr;
+  REQUIRE_OK(accel_current_stream(1, &s1));
+  std::vector<unsigned char> out(n);
+  long long pinned_before = fake_count("pinned_copies");
+  CHECK(through_device(s1, 1, buf.data(), out.data(), n) == buf);
+  CHECK(fake_count("pinned_copies") == pinned_before + 1);  // the H2D from buf
+  REQUIRE_OK(accel_host_unregister(buf.data()));
+  CHECK(fake_count("registered_ranges") == ranges);
+  const long long pageable_before = fake_count("pageable_copies");
+  CHECK(through_device(s1, 1, buf.data(), out.data(), n) == buf);
+  CHECK(fake_count("pageable_copies") == pageable_before + 2);
+
+  // A range the program registered itself is the driver's refusal, and
+  // accel records nothing.
+  {
+    DriverCtx current(primary_ctx_of(0));
+    REQUIRE(FAKE_FN(h, cuMemHostRegister)(buf.data(), n, 0) == CUDA_SUCCESS);
+  }
+  std::string msg =
+      refused(accel_host_register(buf.data() + 64, 128, 0), ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("cuMemHostRegister"));
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"));
+  accel_pointer_attributes_t a;
+  std::memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
+  REQUIRE_OK(accel_pointer_get_attributes(buf.data() + 64, &a));
+  CHECK(a.type == ACCEL_MEMORY_UNKNOWN);
+  {
+    DriverCtx current(primary_ctx_of(0));
+    REQUIRE(FAKE_FN(h, cuMemHostUnregister)(buf.data()) == CUDA_SUCCESS);
+    // The driver's own rules, as documented.
+    CHECK(FAKE_FN(h, cuMemHostUnregister)(buf.data()) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    CHECK(FAKE_FN(h, cuMemFreeHost)(buf.data()) == CUDA_ERROR_INVALID_VALUE);
+  }
+  CHECK(fake_count("registered_ranges") == ranges);
+
+  REQUIRE_OK(accel_host_free(pinned));
+  CHECK(fake_count("host_allocations") == allocs);
+}
+
+namespace {
+
+// A peer copy from device a to device b on a's stream, held shut until all
+// of it is queued (H2D, the peer copy, an event that b's stream waits for),
+// then b's contents read back on b's stream.
+void peer_copy_in_order() {
+  const int32_t a = 0, b = 1;
+  const size_t n = 1 << 18;
+  const auto data = pattern(n, 31);
+  void *ma = nullptr, *mb = nullptr;
+  REQUIRE_OK(accel_malloc(a, n, &ma));
+  REQUIRE_OK(accel_malloc(b, n, &mb));
+  accel_stream_t sa = nullptr, sb = nullptr;
+  REQUIRE_OK(accel_stream_create(a, 0, &sa));
+  REQUIRE_OK(accel_stream_create(b, 0, &sb));
+  accel_event_t copied = nullptr;
+  REQUIRE_OK(accel_event_create(a, ACCEL_EVENT_DEFAULT, &copied));
+  const long long peer_before = fake_count("peer_copies");
+
+  Gate gate;
+  REQUIRE_OK(accel_launch_host_func(sa, Gate::wait, &gate));
+  REQUIRE_OK(accel_memcpy_async(ma, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, sa));
+  REQUIRE_OK(accel_memcpy_peer_async(mb, b, ma, a, n, sa));
+  REQUIRE_OK(accel_event_record(copied, sa));
+  REQUIRE_OK(accel_stream_wait_event(sb, copied));
+  std::vector<unsigned char> back(n, 0);
+  REQUIRE_OK(accel_memcpy_async(back.data(), mb, n, ACCEL_MEMCPY_DEVICE_TO_HOST, sb));
+  gate.open();
+  REQUIRE_OK(accel_stream_synchronize(sb));
+  CHECK(back == data);
+  CHECK(fake_count("peer_copies") == peer_before + 1);
+
+  // DEVICE_TO_DEVICE between the two devices, on the destination's stream,
+  // is a peer copy too.
+  REQUIRE_OK(accel_memset_async(ma, 0x33, n, sa));
+  REQUIRE_OK(accel_event_record(copied, sa));
+  REQUIRE_OK(accel_stream_wait_event(sb, copied));
+  REQUIRE_OK(accel_memcpy_async(mb, ma, n, ACCEL_MEMCPY_DEVICE_TO_DEVICE, sb));
+  REQUIRE_OK(accel_memcpy_async(back.data(), mb, n, ACCEL_MEMCPY_DEVICE_TO_HOST, sb));
+  REQUIRE_OK(accel_stream_synchronize(sb));
+  CHECK(back == std::vector<unsigned char>(n, 0x33));
+  CHECK(fake_count("peer_copies") == peer_before + 2);
+
+  REQUIRE_OK(accel_event_destroy(copied));
+  REQUIRE_OK(accel_stream_destroy(sa));
+  REQUIRE_OK(accel_stream_destroy(sb));
+  REQUIRE_OK(accel_free(ma));
+  REQUIRE_OK(accel_free(mb));
+}
+
+}  // namespace
+
+TEST_CASE("peer access between the two devices and copies in stream order", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_driver();
+  int32_t can = -1;
+  REQUIRE_OK(accel_device_can_access_peer(0, 1, &can));
+  CHECK(can == 1);
+  REQUIRE_OK(accel_device_can_access_peer(1, 0, &can));
+  CHECK(can == 1);
+  const long long links = fake_count("peer_links");
+  REQUIRE_OK(accel_device_enable_peer_access(0, 1));
+  CHECK(fake_count("peer_links") == links + 1);
+  REQUIRE_OK(accel_device_enable_peer_access(0, 1));  // ALREADY_ENABLED: success
+  CHECK(fake_count("peer_links") == links + 1);
+  {
+    // What the driver itself answers to the repeat.
+    DriverCtx current(primary_ctx_of(0));
+    CHECK(FAKE_FN(h, cuCtxEnablePeerAccess)(primary_ctx_of(1), 0) ==
+          CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    CHECK(FAKE_FN(h, cuCtxEnablePeerAccess)(primary_ctx_of(0), 0) == CUDA_ERROR_INVALID_CONTEXT);
+  }
+  REQUIRE_OK(accel_device_enable_peer_access(1, 0));  // one way at a time
+  CHECK(fake_count("peer_links") == links + 2);
+  peer_copy_in_order();
+}
+
+TEST_CASE("without a P2P path there is no peer access but copies still work", "[interop-no-peer]") {
+  REQUIRE(accel_device_count() == 2);  // FAKE_CUDA_PEER=0
+  void* h = fake_driver();
+  int32_t can = -1;
+  REQUIRE_OK(accel_device_can_access_peer(0, 1, &can));
+  CHECK(can == 0);
+  std::string msg = refused(accel_device_enable_peer_access(0, 1), ACCEL_ERROR_NOT_SUPPORTED);
+  CHECK_THAT(msg, Catch::Contains("cuDeviceCanAccessPeer"));
+  CHECK(fake_count("peer_links") == 0);
+  {
+    DriverCtx current(primary_ctx_of(0));
+    CHECK(FAKE_FN(h, cuCtxEnablePeerAccess)(primary_ctx_of(1), 0) ==
+          CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+  }
+  peer_copy_in_order();
+}
+
+TEST_CASE("device attributes are cuDeviceGetAttribute's", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  struct Want {
+    accel_device_attr_t attr;
+    int64_t value;
+  };
+  // The fake's H100-like device; the SM count is 8 + the physical index.
+  const Want want[] = {
+      {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR, 9},
+      {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR, 0},
+      {ACCEL_DEVICE_ATTR_WARP_SIZE, 32},
+      {ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z, 64},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X, 2147483647},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y, 65535},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z, 65535},
+      {ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK, 49152},
+      {ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT, 9},
+      {ACCEL_DEVICE_ATTR_CLOCK_RATE_KHZ, 1980000},
+      {ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH, 5120},
+      {ACCEL_DEVICE_ATTR_L2_CACHE_SIZE, 50 * 1024 * 1024},
+      {ACCEL_DEVICE_ATTR_INTEGRATED, 0},
+      {ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING, 1},
+      {ACCEL_DEVICE_ATTR_MANAGED_MEMORY, 1},
+      {ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS, 1},
+      {ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT, 3},
+      {ACCEL_DEVICE_ATTR_ECC_ENABLED, 1},
+  };
+  for (const Want& w : want) {
+    INFO(accel_device_attr_name(w.attr));
+    int64_t v = -1;
+    REQUIRE_OK(accel_device_get_attribute(1, w.attr, &v));
+    CHECK(v == w.value);
+  }
+  int64_t sms0 = -1;
+  REQUIRE_OK(accel_device_get_attribute(0, ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT, &sms0));
+  CHECK(sms0 == 8);
+  // CUDA has no equivalent: not supported, with the reason, nothing written.
+  for (auto attr :
+       {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING, ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE}) {
+    INFO(accel_device_attr_name(attr));
+    int64_t v = -7;
+    std::string msg = refused(accel_device_get_attribute(0, attr, &v), ACCEL_ERROR_NOT_SUPPORTED);
+    CHECK_THAT(msg, Catch::Contains(accel_device_attr_name(attr)));
+    CHECK(v == -7);
+  }
+  // Every dtype stays supported on a CUDA device.
+  accel_device_capability_t c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  REQUIRE_OK(accel_get_device_capability(1, &c));
+  for (auto dt : {ACCEL_DTYPE_FLOAT64, ACCEL_DTYPE_COMPLEX128, ACCEL_DTYPE_FLOAT16,
+                  ACCEL_DTYPE_COMPLEX32, ACCEL_DTYPE_BFLOAT16, ACCEL_DTYPE_BOOL})
+    CHECK((c.supported_dtypes & ACCEL_DTYPE_BIT(dt)) != 0);
 }

@@ -13,6 +13,11 @@
 //   FAKE_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion answers (default 12080)
 //   FAKE_CUDA_PROC_ADDRESS=0     cuGetProcAddress finds nothing (dlsym path)
 //   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
+//   FAKE_CUDA_PEER=0             the topology has no P2P path between any two
+//                                devices (default 1: every pair, NVLink-like):
+//                                cuDeviceCanAccessPeer answers 0 and
+//                                cuCtxEnablePeerAccess
+//                                CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
 //
 // Model: primary contexts (retain count, active), a per-thread current
 // context, streams that are real worker threads (so ordering, NOT_READY and
@@ -22,6 +27,27 @@
 // synchronise implicitly with the legacy stream (the plugin creates only
 // NON_BLOCKING ones). A fork() child of a process that ran cuInit gets
 // CUDA_ERROR_NOT_INITIALIZED from every call, as with the real driver.
+//
+// Page-locked host memory (Driver API reference, "Memory Management"):
+// cuMemHostAlloc / cuMemFreeHost and cuMemHostRegister / cuMemHostUnregister
+// track their ranges with their flags and the context they were made in;
+// overlapping registrations are CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+// unregistering anything but a registered base
+// CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; both need a current context. A
+// host<->device copy counts as pinned when its host range lies in such a
+// range that is PORTABLE or of the current context, else as pageable (the
+// data moves the same either way: only the count differs). Peer access
+// ("Peer Context Memory Access"): one-way per context pair, a repeat is
+// CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED; cuMemcpyPeerAsync works with or
+// without it, queued on the stream like every copy. cuDeviceGetAttribute
+// answers an H100 SXM-like device (sm_90, 1980 MHz, 5120-bit bus, 50 MiB
+// L2; the SM count is 8 + the physical index, so devices differ).
+//
+// Test hook (not CUDA): fake_cuda_count(name) reads the model's counters
+// ("streams" live created streams, "host_allocations", "registered_ranges",
+// "peer_links", "pinned_copies", "pageable_copies", "peer_copies",
+// "proc_address_misses": names cuGetProcAddress did not know); -1 for an
+// unknown name.
 #include <cuda.h>
 #include <pthread.h>
 
@@ -100,6 +126,13 @@ struct Allocation {
   int device;
 };
 
+// A cuMemHostAlloc allocation or a cuMemHostRegister range.
+struct HostRange {
+  size_t bytes;
+  unsigned flags;
+  CUctx_st* ctx;  // current when it was made
+};
+
 struct Model {
   int physical = 0;
   std::once_flag visible_once;   // the first cuInit applies CUDA_VISIBLE_DEVICES
@@ -109,7 +142,16 @@ struct Model {
   size_t memory = size_t{1024} << 20;
   std::mutex m;  // allocations, live handles
   std::map<uintptr_t, Allocation> allocations;
-  std::set<const void*> live;  // streams and events
+  std::set<const void*> live;                            // streams and events
+  bool peer = true;                                      // FAKE_CUDA_PEER
+  std::map<uintptr_t, HostRange> host_allocations;       // cuMemHostAlloc
+  std::map<uintptr_t, HostRange> registered;             // cuMemHostRegister
+  std::set<std::pair<CUctx_st*, CUctx_st*>> peer_links;  // (from, to) enabled
+  std::atomic<long long> live_streams{0};
+  std::atomic<long long> pinned_copies{0};
+  std::atomic<long long> pageable_copies{0};
+  std::atomic<long long> peer_copies{0};
+  std::atomic<long long> proc_address_misses{0};
   std::atomic<bool> initialised{false};
   std::atomic<bool> poisoned{false};  // fork() child after cuInit in the parent
 };
@@ -134,6 +176,7 @@ Model& model() {
     m->version = env_int("FAKE_CUDA_DRIVER_VERSION", 12080);
     m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
     m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
+    m->peer = env_int("FAKE_CUDA_PEER", 1) != 0;
     pthread_atfork(nullptr, nullptr, after_fork_child);
     g_model = m;
   });
@@ -317,6 +360,64 @@ bool in_allocation(CUdeviceptr p, size_t bytes) {
   return p >= start && bytes <= it->second.bytes && p - start <= it->second.bytes - bytes;
 }
 
+// [p, p+bytes) inside one live allocation of visible device `device`.
+bool in_allocation_of(CUdeviceptr p, size_t bytes, int device) {
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  auto it = m.allocations.upper_bound(static_cast<uintptr_t>(p));
+  if (it == m.allocations.begin()) return false;
+  --it;
+  uintptr_t start = it->first;
+  return it->second.device == device && p >= start && bytes <= it->second.bytes &&
+         p - start <= it->second.bytes - bytes;
+}
+
+// The range of `ranges` that [p, p+bytes) overlaps, or end(). Caller holds m.m.
+std::map<uintptr_t, HostRange>::const_iterator overlapping(
+    const std::map<uintptr_t, HostRange>& ranges, uintptr_t p, size_t bytes) {
+  auto it = ranges.upper_bound(p + bytes - 1);  // first range starting past the end
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return p < it->first + it->second.bytes ? it : ranges.end();
+}
+
+// [p, p+bytes) lies in page-locked host memory that `ctx` treats as pinned
+// (PORTABLE memory, or memory made while `ctx` was current).
+bool host_pinned(const void* ptr, size_t bytes, CUctx_st* ctx) {
+  Model& m = model();
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard lock(m.m);
+  for (const auto* ranges : {&m.host_allocations, &m.registered}) {
+    auto it = overlapping(*ranges, p, bytes);
+    if (it == ranges->end()) continue;
+    const HostRange& r = it->second;
+    const unsigned portable = CU_MEMHOSTALLOC_PORTABLE;  // == CU_MEMHOSTREGISTER_PORTABLE
+    return p >= it->first && p + bytes <= it->first + r.bytes &&
+           ((r.flags & portable) != 0 || r.ctx == ctx);
+  }
+  return false;
+}
+
+void count_host_copy(const void* host, size_t bytes) {
+  Model& m = model();
+  (host_pinned(host, bytes, t_current) ? m.pinned_copies : m.pageable_copies).fetch_add(1);
+}
+
+// A primary context the program may use: one of the model's, retained.
+// Compares addresses only: `c` may be any value the caller passed.
+bool live_context(CUcontext c) {
+  if (c == nullptr) return false;
+  for (Device* d : model().devices) {
+    if (&d->ctx != c) continue;
+    std::lock_guard lock(d->m);
+    return d->retains > 0;
+  }
+  return false;
+}
+
+// The modelled topology: every pair of distinct devices, or none.
+bool peer_capable(int dev, int peer) { return dev != peer && model().peer; }
+
 struct ErrorText {
   CUresult code;
   const char* name;
@@ -334,6 +435,17 @@ const ErrorText kErrors[] = {
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+     "peer access is not supported between these two devices"},
+    {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+     "peer access is already enabled"},
+    {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
+     "peer access has not been enabled"},
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
 };
 
 }  // namespace
@@ -438,29 +550,51 @@ CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice de
   Device* d = device_of(dev);
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-      *value = 0;
-      break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-      *value = 0x10 + d->physical;
-      break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
-      *value = 0;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *value = 9;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *value = 0;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *value = 8 + d->physical;
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
+  // An H100 SXM5 as cuDeviceGetAttribute describes it, except the SM count
+  // (8 + the physical index, so tests can tell devices apart) and the PCI
+  // bus (0x10 + the physical index). Anything else is not modelled.
+  struct Row {
+    CUdevice_attribute attr;
+    int value;
+  };
+  const Row h100[] = {
+      {CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0},
+      {CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0x10 + d->physical},
+      {CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 8 + d->physical},
+      {CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024},
+      {CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000},         // kHz
+      {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 2619000},  // kHz
+      {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 5120},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 50 * 1024 * 1024},
+      {CU_DEVICE_ATTRIBUTE_INTEGRATED, 0},
+      {CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
+      {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+      {CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1},
+      {CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 3},
+      {CU_DEVICE_ATTRIBUTE_ECC_ENABLED, 1},
+      {CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1},
+      {CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 1},
+      {CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 1},
+  };
+  for (const Row& r : h100) {
+    if (r.attr == attrib) {
+      *value = r.value;
+      return CUDA_SUCCESS;
+    }
   }
-  return CUDA_SUCCESS;
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
@@ -540,6 +674,7 @@ CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int 
     std::lock_guard lock(m.m);
     m.live.insert(s);
   }
+  model().live_streams.fetch_add(1);
   *phStream = s;
   return CUDA_SUCCESS;
 }
@@ -554,6 +689,7 @@ CUresult cuStreamDestroy(CUstream hStream) {
     std::lock_guard lock(m.m);
     m.live.erase(hStream);
   }
+  model().live_streams.fetch_sub(1);
   // Queued work still completes; the worker then exits. The object stays
   // (in its context's list) so cuCtxSynchronize can still wait on it.
   std::lock_guard lock(hStream->m);
@@ -755,6 +891,7 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstr
   if (src == nullptr || !in_allocation(dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  count_host_copy(src, bytes);
   enqueue(s, [dst, src, bytes] {
     std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, bytes);
   });
@@ -766,6 +903,7 @@ CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream hS
   if (dst == nullptr || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  count_host_copy(dst, bytes);
   enqueue(s, [dst, src, bytes] {
     std::memcpy(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
   });
@@ -791,6 +929,128 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstrea
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
   enqueue(s, [dst, value, n] {
     std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), value, n);
+  });
+  return CUDA_SUCCESS;
+}
+
+// --- streams' contexts, page-locked host memory, peers (see the top) ------------
+
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
+  FAKE_READY();
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    // The special handles: the calling thread's current context.
+    if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = t_current;
+    return CUDA_SUCCESS;
+  }
+  // The real driver's behaviour on a dead handle is undefined; the fake says so.
+  if (!is_live(hStream) || hStream->destroyed) return CUDA_ERROR_INVALID_HANDLE;
+  *pctx = hStream->ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  FAKE_CONTEXT();
+  const unsigned known =
+      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+  if (pp == nullptr || bytesize == 0 || (Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::aligned_alloc(4096, (bytesize + 4095) / 4096 * 4096);  // whole pages
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  m.host_allocations[reinterpret_cast<uintptr_t>(p)] = HostRange{bytesize, Flags, t_current};
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void* p) {
+  FAKE_CONTEXT();
+  Model& m = model();
+  {
+    std::lock_guard lock(m.m);
+    if (m.host_allocations.erase(reinterpret_cast<uintptr_t>(p)) == 0)
+      return CUDA_ERROR_INVALID_VALUE;  // not returned by cuMemHostAlloc
+  }
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  FAKE_CONTEXT();
+  if (pFlags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  auto it = overlapping(m.host_allocations, reinterpret_cast<uintptr_t>(p), 1);
+  if (it == m.host_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  *pFlags = it->second.flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
+  FAKE_CONTEXT();
+  const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                         CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+  if (p == nullptr || bytesize == 0 || (Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) return CUDA_ERROR_NOT_SUPPORTED;  // no I/O memory
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  if (start + bytesize < start) return CUDA_ERROR_INVALID_VALUE;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  if (overlapping(m.registered, start, bytesize) != m.registered.end() ||
+      overlapping(m.host_allocations, start, bytesize) != m.host_allocations.end())
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  m.registered[start] = HostRange{bytesize, Flags, t_current};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void* p) {
+  FAKE_CONTEXT();
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  // Only the base address given to cuMemHostRegister.
+  if (m.registered.erase(reinterpret_cast<uintptr_t>(p)) == 0)
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  FAKE_READY();
+  if (device_of(dev) == nullptr || device_of(peerDev) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *canAccessPeer = peer_capable(dev, peerDev) ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  FAKE_CONTEXT();
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!live_context(peerContext) || peerContext == t_current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!peer_capable(t_current->device, peerContext->device))
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  if (!m.peer_links.emplace(t_current, peerContext).second)
+    return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  FAKE_CONTEXT();
+  if (!live_context(dstContext) || !live_context(srcContext)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!in_allocation_of(dstDevice, ByteCount, dstContext->device) ||
+      !in_allocation_of(srcDevice, ByteCount, srcContext->device))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
+  model().peer_copies.fetch_add(1);
+  // Peer access enabled or not, the data arrives (the driver stages it
+  // through the host when there is no P2P path).
+  enqueue(s, [dstDevice, srcDevice, ByteCount] {
+    std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dstDevice)),
+                 reinterpret_cast<const void*>(static_cast<uintptr_t>(srcDevice)), ByteCount);
   });
   return CUDA_SUCCESS;
 }
@@ -845,6 +1105,15 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
       FAKE_ENTRY(cuMemcpyDtoDAsync),
       FAKE_ENTRY(cuMemsetD8Async),
       FAKE_ENTRY(cuMemGetInfo),
+      FAKE_ENTRY(cuStreamGetCtx),
+      FAKE_ENTRY(cuMemHostAlloc),
+      FAKE_ENTRY(cuMemFreeHost),
+      FAKE_ENTRY(cuMemHostGetFlags),
+      FAKE_ENTRY(cuMemHostRegister),
+      FAKE_ENTRY(cuMemHostUnregister),
+      FAKE_ENTRY(cuDeviceCanAccessPeer),
+      FAKE_ENTRY(cuCtxEnablePeerAccess),
+      FAKE_ENTRY(cuMemcpyPeerAsync),
       FAKE_ENTRY(cuGetProcAddress),
   };
 #undef FAKE_ENTRY
@@ -858,8 +1127,26 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
       }
     }
   }
+  if (model().proc_address) model().proc_address_misses.fetch_add(1);
   if (symbolStatus != nullptr) *symbolStatus = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_ERROR_NOT_FOUND;
+}
+
+// Test hook, not CUDA: the model's counters (see the top of the file).
+long long fake_cuda_count(const char* name) {
+  if (name == nullptr) return -1;
+  Model& m = model();
+  const std::string n = name;
+  if (n == "streams") return m.live_streams.load();
+  if (n == "pinned_copies") return m.pinned_copies.load();
+  if (n == "pageable_copies") return m.pageable_copies.load();
+  if (n == "peer_copies") return m.peer_copies.load();
+  if (n == "proc_address_misses") return m.proc_address_misses.load();
+  std::lock_guard lock(m.m);
+  if (n == "host_allocations") return static_cast<long long>(m.host_allocations.size());
+  if (n == "registered_ranges") return static_cast<long long>(m.registered.size());
+  if (n == "peer_links") return static_cast<long long>(m.peer_links.size());
+  return -1;
 }
 
 }  // extern "C"
