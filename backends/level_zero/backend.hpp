@@ -56,18 +56,23 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
 // Entry points the plugin cannot work without: a loader lacking one is
 // refused in init.
-#define ACCEL_ZE_REQUIRED(X)                                                                       \
-  X(zeInit)                                                                                        \
-  X(zeDriverGet)                                                                                   \
-  X(zeDriverGetProperties) X(zeDeviceGet) X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties) \
-      X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate)  \
-          X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)              \
-              X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                    \
-                  X(zeCommandListAppendSignalEvent) X(zeCommandListAppendWaitOnEvents)             \
-                      X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)     \
-                          X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                  \
-                              X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)  \
-                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)
+#define ACCEL_ZE_REQUIRED(X)                                                                      \
+  X(zeInit)                                                                                       \
+  X(zeDriverGet)                                                                                  \
+  X(zeDriverGetProperties)                                                                        \
+  X(zeDeviceGet) X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties)                         \
+      X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate) \
+          X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)             \
+              X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                   \
+                  X(zeCommandListAppendSignalEvent) X(zeCommandListAppendWaitOnEvents)            \
+                      X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)    \
+                          X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                 \
+                              X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset) \
+                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree) \
+                                      X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                  \
+                                          X(zeDeviceGetCacheProperties)                           \
+                                              X(zeDeviceGetModuleProperties)                      \
+                                                  X(zeDeviceGetMemoryAccessProperties)
 
 // Entry points used only when the loader has them.
 #define ACCEL_ZE_OPTIONAL(X)     \
@@ -176,6 +181,11 @@ struct Device {
 
   std::atomic<uint64_t> allocated{0};  // bytes from mem_alloc not yet freed
 
+  // An immediate list of the device for the device's half of copies staged
+  // through host memory (memory.cpp), created on first use, never destroyed.
+  std::mutex staging_mu;  // guards staging_list and appends to it
+  ze_command_list_handle_t staging_list = nullptr;
+
   const char* label() const { return label_text.c_str(); }
 };
 
@@ -197,6 +207,10 @@ void declare_discovery_fork_safe() noexcept;
 
 // ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
 
+// A new in-order immediate list on dev's compute queue group (streams.cpp).
+accel_status_t create_list(Device* dev, ze_command_queue_priority_t priority,
+                           ze_command_list_handle_t* out);
+
 // A host function waiting for its turn: the worker waits for `ready` (signalled
 // by the list after all earlier work), runs fn, then host-signals `go`, which
 // the list waits on before any later work.
@@ -207,16 +221,38 @@ struct HostJob {
   void* user_data = nullptr;
 };
 
-struct Stream {
+// One immediate command list and the state that orders work on it. Shared
+// (shared_ptr) by every accel stream that submits to the list: the stream
+// that created it and the wrappers stream_from_native made of its exported
+// handle, so they take turns appending (Level Zero forbids appending to one
+// list from two threads at once) and agree on its latest command.
+struct Queue {
   Device* dev = nullptr;
   ze_command_list_handle_t list = nullptr;
+  bool accel_made = false;    // created by stream_create / default_stream
+  bool destroy_list = false;  // zeCommandListDestroy when the last stream using it is freed
+  // The program holds the handle (stream_native_handle gave it out, or
+  // stream_from_native wrapped it) and may append to the list directly:
+  // `last` then no longer covers everything queued, and synchronize, query
+  // and destroy append a marker first (streams.cpp).
+  std::atomic<bool> exported{false};
+
+  std::mutex mu;  // orders appends; guards everything below
+  SlotRef last;   // signalled by the latest command accel appended; null when none yet
+  // What in-flight commands still use (events they wait on, staging
+  // buffers), kept until `last`, appended after them, has completed.
+  std::vector<std::shared_ptr<void>> held;
+
+  ~Queue();  // unregisters; destroys the list when destroy_list
+};
+using QueueRef = std::shared_ptr<Queue>;
+
+struct Stream {
+  Device* dev = nullptr;
+  QueueRef q;
   int32_t priority = 0;
   bool is_default = false;
-
-  std::mutex mu;              // orders appends; guards everything below
-  SlotRef last;               // signalled by the latest command; null when none yet
-  std::vector<SlotRef> held;  // events waited on, kept until the stream passes them
-  bool dying = false;         // stream_destroy called; freed once idle
+  bool dying = false;  // stream_destroy called; freed once idle (guarded by q->mu)
 
   // Host-function worker, started on the first launch_host_func.
   std::mutex job_mu;
@@ -234,24 +270,34 @@ struct Event {
   SlotRef rec;  // the latest record, or null
 };
 
-// Appends a command to s->list that signals a fresh slot, which becomes
-// s->last. `append(signal)` performs the append and returns its result;
-// `call` names it. Caller holds s->mu.
+// Appends a command to q->list that signals a fresh slot, which becomes
+// q->last. `append(signal)` performs the append and returns its result;
+// `call` names it. Caller holds q->mu.
 template <class F>
-accel_status_t stream_append(Stream* s, const char* call, F&& append) {
+accel_status_t queue_append(Queue* q, const char* call, F&& append) {
   SlotRef slot;
-  if (accel_status_t st = s->dev->plain_slots->acquire(&slot); st != ACCEL_SUCCESS) return st;
+  if (accel_status_t st = q->dev->plain_slots->acquire(&slot); st != ACCEL_SUCCESS) return st;
   if (ze_result_t r = append(slot->ev); r != ZE_RESULT_SUCCESS)
-    return vendor_fail(call, r, s->dev->driver->handle);
+    return vendor_fail(call, r, q->dev->driver->handle);
   slot->armed = true;
-  s->last = std::move(slot);
+  q->last = std::move(slot);
   return ACCEL_SUCCESS;
 }
-// Drops the events a stream waited on once its latest command, appended
-// after those waits, has completed. Caller holds s->mu.
-void prune_held(Stream* s);
+// Drops what in-flight commands held once the latest command, appended
+// after them, has completed. Caller holds q->mu.
+void prune_held(Queue* q);
+// The slot to wait for so that everything queued on q->list so far is
+// done: q->last, or, when the program may have appended to the list
+// directly (q->exported), a marker signalled after all of it. Null when
+// nothing needs waiting for. Caller holds q->mu.
+accel_status_t queue_fence(Queue* q, SlotRef* out);
 // Stops and joins the stream's host-function worker, if it has one.
 void hostfn_stop_worker(Stream* s);
+
+// Copies between devices (memory.cpp): whether `device`'s commands can reach
+// memory of `peer` (zeDeviceCanAccessPeer; devices of different drivers
+// never can).
+accel_status_t can_access_peer(Device* device, Device* peer, bool* yes);
 
 // ---- the vtable's operations -------------------------------------------------
 
@@ -267,6 +313,6 @@ ACCEL_BACKEND_NO_OP(get_current_device)
 ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
-ACCEL_BACKEND_NO_INTEROP_OPS
+ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::level_zero

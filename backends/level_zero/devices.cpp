@@ -88,22 +88,314 @@ accel_status_t op_get_device_properties(int32_t device, accel_device_properties_
 }
 
 // Waits for the latest command of every stream of the device, the default
-// stream and dying streams included.
+// stream and dying streams included (and, on lists the program holds, for a
+// marker after its own commands).
 accel_status_t op_device_synchronize(int32_t device) {
   return guarded("device_synchronize", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
     std::vector<SlotRef> lasts;
     {
-      std::lock_guard lock(d->mu);  // order: device, then stream
+      std::lock_guard lock(d->mu);  // order: device, then queue
+      std::vector<Queue*> seen;
       for (Stream* s : d->streams) {
-        std::lock_guard slock(s->mu);
-        if (s->last) lasts.push_back(s->last);
+        Queue* q = s->q.get();
+        if (std::find(seen.begin(), seen.end(), q) != seen.end()) continue;
+        seen.push_back(q);
+        std::lock_guard slock(q->mu);
+        SlotRef last;
+        if (accel_status_t st = queue_fence(q, &last); st != ACCEL_SUCCESS) return st;
+        if (last) lasts.push_back(std::move(last));
       }
     }
     for (const SlotRef& l : lasts) {
       if (accel_status_t st = wait_slot(l); st != ACCEL_SUCCESS) return st;
     }
+    return ACCEL_SUCCESS;
+  });
+}
+
+// ---- native handle, peers ------------------------------------------------------
+
+accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
+  return guarded("device_native_handle", [&]() -> accel_status_t {
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (out == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
+    out->type = ACCEL_NATIVE_LEVEL_ZERO;
+    out->handle = d->handle;
+    out->context = d->driver->context;  // every device of a driver shares its one context
+    out->ordinal = -1;                  // Level Zero names devices by handle
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
+  return guarded("device_can_access_peer", [&]() -> accel_status_t {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (can_access == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_can_access_peer: can_access is NULL");
+    bool yes = false;
+    if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
+    *can_access = yes ? 1 : 0;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Level Zero has nothing to enable: devices of one context that can reach
+// each other's memory (zeDeviceCanAccessPeer) just do.
+accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
+  return guarded("device_enable_peer_access", [&]() -> accel_status_t {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    bool yes = false;
+    if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
+    if (yes) return ACCEL_SUCCESS;
+    if (a->driver != b->driver)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "device_enable_peer_access: %s and %s belong to different Level Zero drivers "
+                  "(no shared context)",
+                  a->label(), b->label());
+    return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                "device_enable_peer_access: zeDeviceCanAccessPeer says %s cannot access memory of "
+                "%s; copies between them are staged through host memory",
+                a->label(), b->label());
+  });
+}
+
+// ---- attributes -----------------------------------------------------------------
+
+namespace {
+
+const char* attr_name(accel_device_attr_t attr) {
+  switch (attr) {
+#define ACCEL_ZE_ATTR_NAME(name, value, text, unit) \
+  case ACCEL_DEVICE_ATTR_##name:                    \
+    return text;
+    ACCEL_DEVICE_ATTR_MAP(ACCEL_ZE_ATTR_NAME)
+#undef ACCEL_ZE_ATTR_NAME
+    default:
+      return "unknown attribute";
+  }
+}
+
+accel_status_t not_answered(accel_device_attr_t attr, const char* why) {
+  return fail(ACCEL_ERROR_NOT_SUPPORTED, "device_get_attribute: %s: %s", attr_name(attr), why);
+}
+
+accel_status_t compute_properties(Device* d, ze_device_compute_properties_t* p) {
+  *p = {};
+  p->stype = ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
+  ze_result_t r = ze.zeDeviceGetComputeProperties(d->handle, p);
+  if (r != ZE_RESULT_SUCCESS)
+    return vendor_fail("zeDeviceGetComputeProperties", r, d->driver->handle);
+  return ACCEL_SUCCESS;
+}
+
+// zeDevice*Properties of the count-then-fill kind.
+template <class T, class Fn>
+accel_status_t list_properties(Device* d, const char* call, ze_structure_type_t stype, Fn&& query,
+                               std::vector<T>* out) {
+  uint32_t n = 0;
+  ze_result_t r = query(&n, nullptr);
+  if (r == ZE_RESULT_SUCCESS && n > 0) {
+    out->assign(n, T{});
+    for (T& t : *out) t.stype = stype;
+    r = query(&n, out->data());
+    out->resize(n);
+  }
+  if (r != ZE_RESULT_SUCCESS) return vendor_fail(call, r, d->driver->handle);
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace
+
+// From zeDeviceGetProperties (cached at discovery), zeDeviceGetComputeProperties,
+// zeDeviceGetMemoryProperties, zeDeviceGetMemoryAccessProperties,
+// zeDeviceGetCacheProperties and zeDeviceGetCommandQueueGroupProperties
+// (README.md, "Devices", lists which field answers what).
+accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
+  return guarded("device_get_attribute", [&]() -> accel_status_t {
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (value == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_get_attribute: value is NULL");
+    const ze_device_properties_t& p = d->props;
+    const uint32_t ip = d->ip_version;
+    int64_t v = 0;
+    ze_device_compute_properties_t cp;
+    switch (attr) {
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR:
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR:
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING:
+        if (ip == 0)
+          return not_answered(attr,
+                              "the driver does not report the IP version "
+                              "(ZE_extension_device_ip_version)");
+        // Intel's GMD ID: architecture [31:22], release [21:14], revision [5:0].
+        v = attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR   ? ip >> 22
+            : attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR ? (ip >> 14) & 0xffu
+                                                                 : ip & 0x3fu;
+        break;
+      case ACCEL_DEVICE_ATTR_WARP_SIZE: {
+        if (auto st = compute_properties(d, &cp); st != ACCEL_SUCCESS) return st;
+        uint32_t n = std::min<uint32_t>(cp.numSubGroupSizes, ZE_SUBGROUPSIZE_COUNT);
+        if (n == 0) return not_answered(attr, "the driver reports no sub-group sizes");
+        v = *std::max_element(cp.subGroupSizes, cp.subGroupSizes + n);
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X:
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y:
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z:
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X:
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y:
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z:
+      case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK:
+        if (auto st = compute_properties(d, &cp); st != ACCEL_SUCCESS) return st;
+        switch (attr) {
+          case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+            v = cp.maxTotalGroupSize;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X:
+            v = cp.maxGroupSizeX;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y:
+            v = cp.maxGroupSizeY;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z:
+            v = cp.maxGroupSizeZ;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X:
+            v = cp.maxGroupCountX;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y:
+            v = cp.maxGroupCountY;
+            break;
+          case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z:
+            v = cp.maxGroupCountZ;
+            break;
+          default:
+            v = cp.maxSharedLocalMemory;
+            break;
+        }
+        break;
+      case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT:  // EUs, as compute_units
+        v = static_cast<int64_t>(p.numSlices) * p.numSubslicesPerSlice * p.numEUsPerSubslice;
+        break;
+      case ACCEL_DEVICE_ATTR_CLOCK_RATE_KHZ:  // coreClockRate is in MHz
+        if (p.coreClockRate == 0) return not_answered(attr, "the driver reports a clock rate of 0");
+        v = static_cast<int64_t>(p.coreClockRate) * 1000;
+        break;
+      case ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH: {
+        std::vector<ze_device_memory_properties_t> mp;
+        if (auto st = list_properties<ze_device_memory_properties_t>(
+                d, "zeDeviceGetMemoryProperties", ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES,
+                [&](uint32_t* n, ze_device_memory_properties_t* out) {
+                  return ze.zeDeviceGetMemoryProperties(d->handle, n, out);
+                },
+                &mp);
+            st != ACCEL_SUCCESS)
+          return st;
+        for (const auto& m : mp) v = std::max<int64_t>(v, m.maxBusWidth);
+        if (v == 0) return not_answered(attr, "the driver reports no memory bus width");
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_L2_CACHE_SIZE: {
+        // zeDeviceGetCacheProperties lists caches without naming their level;
+        // the largest is the last-level cache.
+        std::vector<ze_device_cache_properties_t> cache;
+        if (auto st = list_properties<ze_device_cache_properties_t>(
+                d, "zeDeviceGetCacheProperties", ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES,
+                [&](uint32_t* n, ze_device_cache_properties_t* out) {
+                  return ze.zeDeviceGetCacheProperties(d->handle, n, out);
+                },
+                &cache);
+            st != ACCEL_SUCCESS)
+          return st;
+        for (const auto& c : cache) v = std::max<int64_t>(v, static_cast<int64_t>(c.cacheSize));
+        if (v == 0) return not_answered(attr, "the driver reports no cache");
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE:
+        v = static_cast<int64_t>(std::min<uint64_t>(p.maxMemAllocSize, INT64_MAX));
+        break;
+      case ACCEL_DEVICE_ATTR_INTEGRATED:
+        v = (p.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED) != 0 ? 1 : 0;
+        break;
+      case ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING:
+        // Level Zero's unified shared memory: host, device and shared
+        // allocations of a context live in one virtual address space.
+        v = 1;
+        break;
+      case ACCEL_DEVICE_ATTR_MANAGED_MEMORY: {
+        ze_device_memory_access_properties_t ap{};
+        ap.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES;
+        ze_result_t r = ze.zeDeviceGetMemoryAccessProperties(d->handle, &ap);
+        if (r != ZE_RESULT_SUCCESS)
+          return vendor_fail("zeDeviceGetMemoryAccessProperties", r, d->driver->handle);
+        v = ap.sharedSingleDeviceAllocCapabilities != 0 ? 1 : 0;
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT: {
+        // Engines of the copy-only queue groups (blitters), which copy while
+        // the compute engines run kernels.
+        std::vector<ze_command_queue_group_properties_t> gp;
+        if (auto st = list_properties<ze_command_queue_group_properties_t>(
+                d, "zeDeviceGetCommandQueueGroupProperties",
+                ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES,
+                [&](uint32_t* n, ze_command_queue_group_properties_t* out) {
+                  return ze.zeDeviceGetCommandQueueGroupProperties(d->handle, n, out);
+                },
+                &gp);
+            st != ACCEL_SUCCESS)
+          return st;
+        for (const auto& g : gp) {
+          if ((g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY) != 0 &&
+              (g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) == 0)
+            v += g.numQueues;
+        }
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS:
+        return not_answered(attr,
+                            "Level Zero does not report whether kernels of different command "
+                            "lists run at the same time");
+      case ACCEL_DEVICE_ATTR_ECC_ENABLED:
+        return not_answered(attr,
+                            "Level Zero reports only whether the device supports ECC "
+                            "(ZE_DEVICE_PROPERTY_FLAG_ECC), not whether it is on");
+      default:
+        return not_answered(attr, "unknown to this backend");
+    }
+    *value = v;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// zeDeviceGetModuleProperties: no double precision (ZE_DEVICE_MODULE_FLAG_FP64)
+// clears float64 and complex128, no half precision (FP16) float16 and complex32.
+accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
+  return guarded("get_device_capability", [&]() -> accel_status_t {
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (capability == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "get_device_capability: capability is NULL");
+    ze_device_module_properties_t mp{};
+    mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+    ze_result_t r = ze.zeDeviceGetModuleProperties(d->handle, &mp);
+    if (r != ZE_RESULT_SUCCESS)
+      return vendor_fail("zeDeviceGetModuleProperties", r, d->driver->handle);
+    if ((mp.flags & ZE_DEVICE_MODULE_FLAG_FP64) == 0)
+      capability->supported_dtypes &=
+          ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT64) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX128));
+    if ((mp.flags & ZE_DEVICE_MODULE_FLAG_FP16) == 0)
+      capability->supported_dtypes &=
+          ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT16) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX32));
     return ACCEL_SUCCESS;
   });
 }

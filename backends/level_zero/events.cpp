@@ -137,19 +137,22 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
       return fail(ACCEL_ERROR_DEVICE_MISMATCH, "event_record: event of %s, stream of %s",
                   e->dev->label(), s->dev->label());
     const bool timing = (e->flags & ACCEL_EVENT_ENABLE_TIMING) != 0;
-    std::lock_guard elock(e->mu);  // order: event, then stream
-    std::lock_guard slock(s->mu);
+    Queue* q = s->q.get();
+    std::lock_guard elock(e->mu);  // order: event, then queue
+    std::lock_guard slock(q->mu);
     SlotRef slot;
     SlotPool* pool = timing ? s->dev->timing_slots.get() : s->dev->plain_slots.get();
     if (accel_status_t st = pool->acquire(&slot); st != ACCEL_SUCCESS) return st;
-    ze_result_t r = timing ? ze.zeCommandListAppendBarrier(s->list, slot->ev, 0, nullptr)
-                           : ze.zeCommandListAppendSignalEvent(s->list, slot->ev);
+    // Appended to the list: it also completes after whatever the program
+    // appended to an exported list before it.
+    ze_result_t r = timing ? ze.zeCommandListAppendBarrier(q->list, slot->ev, 0, nullptr)
+                           : ze.zeCommandListAppendSignalEvent(q->list, slot->ev);
     if (r != ZE_RESULT_SUCCESS)
       return vendor_fail(timing ? "zeCommandListAppendBarrier" : "zeCommandListAppendSignalEvent",
                          r, s->dev->driver->handle);
     slot->armed = true;
-    prune_held(s);
-    s->last = slot;
+    prune_held(q);
+    q->last = slot;
     e->rec = std::move(slot);
     return ACCEL_SUCCESS;
   });
@@ -221,6 +224,24 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       ticks = static_cast<double>(diff);
     }
     *ms = static_cast<float>(ticks * 1000.0 / static_cast<double>(hz));
+    return ACCEL_SUCCESS;
+  });
+}
+
+// The Level Zero event of the latest record (NULL before the first). A
+// re-record takes a new event and this one goes back to the pool, to be
+// reset and reused once it has been signalled: a program that appends a wait
+// on it must see that wait pass before re-recording or destroying the event.
+accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
+  return guarded("event_native_handle", [&]() -> accel_status_t {
+    Event* e = as_event(event);
+    if (e == nullptr || out == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_native_handle: NULL argument");
+    SlotRef rec = current_record(e);
+    out->type = ACCEL_NATIVE_LEVEL_ZERO;
+    out->handle = rec ? static_cast<void*>(rec->ev) : nullptr;
+    out->context = e->dev->driver->context;
+    out->ordinal = -1;
     return ACCEL_SUCCESS;
   });
 }

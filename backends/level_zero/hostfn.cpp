@@ -54,8 +54,9 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
   return guarded("launch_host_func", [&]() -> accel_status_t {
     auto* s = static_cast<Stream*>(stream);
     if (fn == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "launch_host_func: fn is NULL");
-    std::lock_guard lock(s->mu);
-    prune_held(s);
+    Queue* q = s->q.get();
+    std::lock_guard lock(q->mu);
+    prune_held(q);
     {
       std::lock_guard jl(s->job_mu);
       if (!s->worker_started) {
@@ -68,25 +69,25 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
     job.user_data = user_data;
     if (accel_status_t st = s->dev->plain_slots->acquire(&job.go); st != ACCEL_SUCCESS) return st;
     // `ready`: signalled by the list once all earlier work is done.
-    accel_status_t st = stream_append(
-        s, "zeCommandListAppendSignalEvent",
-        [&](ze_event_handle_t sig) { return ze.zeCommandListAppendSignalEvent(s->list, sig); });
+    accel_status_t st = queue_append(
+        q, "zeCommandListAppendSignalEvent",
+        [&](ze_event_handle_t sig) { return ze.zeCommandListAppendSignalEvent(q->list, sig); });
     if (st != ACCEL_SUCCESS) return st;
-    job.ready = s->last;
+    job.ready = q->last;
     ze_event_handle_t go = job.go->ev;
-    ze_result_t r = ze.zeCommandListAppendWaitOnEvents(s->list, 1, &go);
+    ze_result_t r = ze.zeCommandListAppendWaitOnEvents(q->list, 1, &go);
     if (r != ZE_RESULT_SUCCESS)
       return vendor_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle);
     job.go->armed = true;       // the worker will signal it
-    s->held.push_back(job.go);  // the list waits on it: not recycled before it passed
+    q->held.push_back(job.go);  // the list waits on it: not recycled before it passed
     {
       std::lock_guard jl(s->job_mu);
       s->jobs.push_back(std::move(job));
     }
     s->job_cv.notify_one();
     // The stream is idle only once the wait has passed.
-    return stream_append(s, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
-      return ze.zeCommandListAppendSignalEvent(s->list, sig);
+    return queue_append(q, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
+      return ze.zeCommandListAppendSignalEvent(q->list, sig);
     });
   });
 }

@@ -1,10 +1,15 @@
 // Streams: in-order immediate command lists on the device's compute queue
-// group. Every command signals a fresh event (the stream's `last`), which is
+// group. Every command signals a fresh event (the list's `last`), which is
 // what query and synchronize look at (loader 1.8 has no
-// zeCommandListHostSynchronize).
+// zeCommandListHostSynchronize). A list and that state form a Queue, shared
+// by the stream that made the list and the wrappers of its native handle.
+// Once the program holds a list's handle it may append to it directly, after
+// `last`: synchronize, query and destroy then append a marker of their own
+// and wait for that (README.md, "Native handles").
 #include "backend.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace accel::level_zero {
 
@@ -20,8 +25,49 @@ ze_command_queue_priority_t queue_priority(int32_t p) {
   return ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
 }
 
+// How long stream_query waits for its marker on a list the program may have
+// appended to: a marker on an idle list completes at once, and a busy list
+// answers NOT_READY after this.
+constexpr uint64_t kQueryMarkerWaitNs = 2'000'000;
+
 Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
 
+// Every live Queue by its list, so that stream_from_native of a list accel
+// made shares that list's Queue. Never destroyed: reaper threads free
+// streams during exit.
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>& registry() {
+  static auto* r = new std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>();
+  return *r;
+}
+
+QueueRef make_queue(Device* dev, ze_command_list_handle_t list, bool accel_made,
+                    bool destroy_list) {
+  auto q = std::make_shared<Queue>();
+  q->dev = dev;
+  q->list = list;
+  q->accel_made = accel_made;
+  q->destroy_list = destroy_list;
+  return q;
+}
+
+// Registers a new stream of `dev` on `q` (dev->streams: device_synchronize).
+Stream* add_stream(Device* dev, QueueRef q, int32_t priority, bool is_default) {
+  auto* s = new Stream();
+  s->dev = dev;
+  s->q = std::move(q);
+  s->priority = priority;
+  s->is_default = is_default;
+  std::lock_guard lock(dev->mu);
+  dev->streams.push_back(s);
+  return s;
+}
+
+// Frees the stream; its Queue (and with it, where the Queue owns it, the
+// list) goes with the last stream using it.
 void free_stream(Stream* s) {
   hostfn_stop_worker(s);
   {
@@ -29,42 +75,81 @@ void free_stream(Stream* s) {
     auto& v = s->dev->streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
   }
-  if (ze_result_t r = ze.zeCommandListDestroy(s->list); r != ZE_RESULT_SUCCESS)
-    accel::plugin::log(ACCEL_LOG_WARN,
-                       vendor_failure("zeCommandListDestroy", r, s->dev->driver->handle));
   delete s;
 }
 
-// A new stream of `dev`, registered in dev->streams (for device_synchronize).
+// A new stream of `dev` on a new list, registered in dev->streams (for
+// device_synchronize).
 accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_default,
                                       Stream** out) {
+  ze_command_list_handle_t list = nullptr;
+  if (accel_status_t st = create_list(dev, queue_priority(priority), &list); st != ACCEL_SUCCESS)
+    return st;
+  QueueRef q;
+  try {
+    q = make_queue(dev, list, true, true);
+    std::lock_guard lock(registry_mutex());
+    registry()[list] = q;
+  } catch (...) {
+    if (!q) ze.zeCommandListDestroy(list);
+    throw;
+  }
+  *out = add_stream(dev, std::move(q), priority, is_default);
+  return ACCEL_SUCCESS;
+}
+
+void fill_handle(Device* d, void* handle, accel_native_handle_t* out) {
+  out->type = ACCEL_NATIVE_LEVEL_ZERO;
+  out->handle = handle;
+  out->context = d->driver->context;
+  out->ordinal = -1;  // Level Zero names devices by handle
+}
+
+}  // namespace
+
+Queue::~Queue() {
+  {
+    std::lock_guard lock(registry_mutex());
+    auto it = registry().find(list);
+    if (it != registry().end() && it->second.expired()) registry().erase(it);
+  }
+  if (!destroy_list) return;
+  if (ze_result_t r = ze.zeCommandListDestroy(list); r != ZE_RESULT_SUCCESS)
+    accel::plugin::log(ACCEL_LOG_WARN,
+                       vendor_failure("zeCommandListDestroy", r, dev->driver->handle));
+}
+
+accel_status_t create_list(Device* dev, ze_command_queue_priority_t priority,
+                           ze_command_list_handle_t* out) {
   ze_command_queue_desc_t desc{};
   desc.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
   desc.ordinal = dev->compute_ordinal;
   desc.index = 0;
   desc.flags = kQueueFlagInOrder;
   desc.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-  desc.priority = queue_priority(priority);
-  ze_command_list_handle_t list = nullptr;
-  ze_result_t r = ze.zeCommandListCreateImmediate(dev->driver->context, dev->handle, &desc, &list);
+  desc.priority = priority;
+  ze_result_t r = ze.zeCommandListCreateImmediate(dev->driver->context, dev->handle, &desc, out);
   if (r != ZE_RESULT_SUCCESS)
     return vendor_fail("zeCommandListCreateImmediate", r, dev->driver->handle);
-  auto* s = new Stream();
-  s->dev = dev;
-  s->list = list;
-  s->priority = priority;
-  s->is_default = is_default;
-  std::lock_guard lock(dev->mu);
-  dev->streams.push_back(s);
-  *out = s;
   return ACCEL_SUCCESS;
 }
 
-}  // namespace
+void prune_held(Queue* q) {
+  if (!q->held.empty() && q->last && ze.zeEventQueryStatus(q->last->ev) == ZE_RESULT_SUCCESS)
+    q->held.clear();
+}
 
-void prune_held(Stream* s) {
-  if (!s->held.empty() && s->last && ze.zeEventQueryStatus(s->last->ev) == ZE_RESULT_SUCCESS)
-    s->held.clear();
+accel_status_t queue_fence(Queue* q, SlotRef* out) {
+  if (q->exported.load(std::memory_order_acquire)) {
+    // In an in-order list the marker completes after everything appended
+    // before it, by accel or by the program.
+    accel_status_t st = queue_append(
+        q, "zeCommandListAppendSignalEvent",
+        [&](ze_event_handle_t sig) { return ze.zeCommandListAppendSignalEvent(q->list, sig); });
+    if (st != ACCEL_SUCCESS) return st;
+  }
+  *out = q->last;
+  return ACCEL_SUCCESS;
 }
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
@@ -125,18 +210,28 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
     Stream* s = as_stream(stream);
     if (s == nullptr || s->is_default)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_destroy: NULL or default stream");
+    Queue* q = s->q.get();
     SlotRef last;
     {
-      std::lock_guard lock(s->mu);
+      std::lock_guard lock(q->mu);
       s->dying = true;
-      last = s->last;
+      // Work the program appended directly is waited for too: the list must
+      // not be destroyed under it.
+      if (queue_fence(q, &last) != ACCEL_SUCCESS) {
+        accel::plugin::log(ACCEL_LOG_WARN,
+                           "destroyed stream of %s: no marker could be appended after the "
+                           "program's own commands; waiting for accel's latest command only",
+                           s->dev->label());
+        last = q->last;
+      }
     }
     if (!last || ze.zeEventQueryStatus(last->ev) == ZE_RESULT_SUCCESS) {
       free_stream(s);
       return ACCEL_SUCCESS;
     }
     // Queued work still completes: a reaper thread waits for it, then frees
-    // the list (Level Zero forbids destroying a list the device still uses).
+    // the stream and, with the last stream using it, the list (Level Zero
+    // forbids destroying a list the device still uses).
     std::thread([s, last] {
       if (ze_result_t r = ze.zeEventHostSynchronize(last->ev, UINT64_MAX); r != ZE_RESULT_SUCCESS)
         accel::plugin::log(
@@ -148,30 +243,48 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
   });
 }
 
+// An exported list may hold the program's commands after accel's latest
+// one: once accel's own work is done, a marker answers for the rest.
 accel_status_t op_stream_query(accel_plugin_stream_t stream) {
   return guarded("stream_query", [&]() -> accel_status_t {
     Stream* s = as_stream(stream);
-    std::lock_guard lock(s->mu);
-    if (!s->last) return ACCEL_SUCCESS;
-    accel_status_t st = query_slot(s->last);
-    if (st == ACCEL_SUCCESS) s->held.clear();
-    return st;
+    Queue* q = s->q.get();
+    SlotRef marker;
+    {
+      std::lock_guard lock(q->mu);
+      if (q->last) {
+        if (accel_status_t st = query_slot(q->last); st != ACCEL_SUCCESS) return st;
+      }
+      if (!q->exported.load(std::memory_order_acquire)) {
+        q->held.clear();
+        return ACCEL_SUCCESS;
+      }
+      if (accel_status_t st = queue_fence(q, &marker); st != ACCEL_SUCCESS) return st;
+    }
+    ze_result_t r = ze.zeEventHostSynchronize(marker->ev, kQueryMarkerWaitNs);
+    if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;  // an answer: no detail
+    if (r != ZE_RESULT_SUCCESS)
+      return vendor_fail("zeEventHostSynchronize", r, s->dev->driver->handle);
+    std::lock_guard lock(q->mu);
+    prune_held(q);
+    return ACCEL_SUCCESS;
   });
 }
 
 accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
   return guarded("stream_synchronize", [&]() -> accel_status_t {
     Stream* s = as_stream(stream);
+    Queue* q = s->q.get();
     SlotRef last;
     {
-      std::lock_guard lock(s->mu);
-      last = s->last;
+      std::lock_guard lock(q->mu);
+      if (accel_status_t st = queue_fence(q, &last); st != ACCEL_SUCCESS) return st;
     }
     if (!last) return ACCEL_SUCCESS;
     accel_status_t st = wait_slot(last);
     if (st == ACCEL_SUCCESS) {
-      std::lock_guard lock(s->mu);
-      prune_held(s);
+      std::lock_guard lock(q->mu);
+      prune_held(q);
     }
     return st;
   });
@@ -180,6 +293,7 @@ accel_status_t op_stream_synchronize(accel_plugin_stream_t stream) {
 accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_event_t event) {
   return guarded("stream_wait_event", [&]() -> accel_status_t {
     Stream* s = as_stream(stream);
+    Queue* q = s->q.get();
     auto* e = static_cast<Event*>(event);
     SlotRef rec;
     {
@@ -194,17 +308,85 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
                   "stream_wait_event: event of %s, stream of %s: devices of different Level "
                   "Zero drivers share no context; synchronize the event on the host first",
                   rec->dev->label(), s->dev->label());
-    std::lock_guard lock(s->mu);
-    prune_held(s);
+    std::lock_guard lock(q->mu);
+    prune_held(q);
     ze_event_handle_t ev = rec->ev;
-    ze_result_t r = ze.zeCommandListAppendWaitOnEvents(s->list, 1, &ev);
+    ze_result_t r = ze.zeCommandListAppendWaitOnEvents(q->list, 1, &ev);
     if (r != ZE_RESULT_SUCCESS)
       return vendor_fail("zeCommandListAppendWaitOnEvents", r, s->dev->driver->handle);
-    s->held.push_back(std::move(rec));
+    q->held.push_back(std::move(rec));
     // A signal after the wait: the stream is idle only once the wait passed.
-    return stream_append(s, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
-      return ze.zeCommandListAppendSignalEvent(s->list, sig);
+    return queue_append(q, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
+      return ze.zeCommandListAppendSignalEvent(q->list, sig);
     });
+  });
+}
+
+// ---- native handles ---------------------------------------------------------------
+
+// The list itself: everything accel queues on the stream goes to it, in
+// order. From now on the program may append to it (see queue_fence).
+accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_native_handle_t* out) {
+  return guarded("stream_native_handle", [&]() -> accel_status_t {
+    Stream* s = as_stream(stream);
+    if (s == nullptr || out == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_native_handle: NULL argument");
+    s->q->exported.store(true, std::memory_order_release);
+    fill_handle(s->dev, s->q->list, out);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Wraps an immediate list of the program (or the exported list of an accel
+// stream, whose Queue the wrapper then shares). Level Zero 1.8 cannot tell a
+// list's device, context or whether it is immediate (zeCommandListGet*Handle
+// and zeCommandListIsImmediate are newer than what loader 1.8 dispatches):
+// what is checked is native->context when given and, for accel's
+// own lists, their device; the rest is the caller's promise.
+accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
+                                     uint32_t flags, accel_plugin_stream_t* stream) {
+  return guarded("stream_from_native", [&]() -> accel_status_t {
+    Device* d;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    if (native == nullptr || stream == nullptr || native->handle == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: NULL argument or handle");
+    if ((flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP) != 0)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: unknown flags 0x%x", flags);
+    const bool take = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0;
+    auto list = static_cast<ze_command_list_handle_t>(native->handle);
+    if (native->context != nullptr && native->context != d->driver->context)
+      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
+                  "stream_from_native: the command list is of ze_context_handle_t %p, but %s "
+                  "works in context %p: create the list with zeCommandListCreateImmediate on "
+                  "the context accel_device_native_handle gives",
+                  native->context, d->label(), static_cast<void*>(d->driver->context));
+    QueueRef q;
+    {
+      std::lock_guard lock(registry_mutex());
+      auto it = registry().find(list);
+      if (it != registry().end()) q = it->second.lock();
+      if (q) {
+        if (q->dev != d)
+          return fail(ACCEL_ERROR_DEVICE_MISMATCH,
+                      "stream_from_native: command list %p is a list of %s, not of %s",
+                      native->handle, q->dev->label(), d->label());
+        if (take && q->accel_made)
+          return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                      "stream_from_native: command list %p belongs to an accel stream of %s; "
+                      "accel cannot take ownership of it (wrap it without "
+                      "ACCEL_NATIVE_TAKE_OWNERSHIP)",
+                      native->handle, d->label());
+        // A second wrapper of the program's list shares the first's state;
+        // with ownership, the list goes with the last of them.
+        if (take) q->destroy_list = true;
+      } else {
+        q = make_queue(d, list, false, take);
+        registry()[list] = q;
+      }
+      q->exported.store(true, std::memory_order_release);
+    }
+    *stream = add_stream(d, std::move(q), 0, false);
+    return ACCEL_SUCCESS;
   });
 }
 

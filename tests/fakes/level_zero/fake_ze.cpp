@@ -24,6 +24,20 @@
 //    (ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE), as is destroying a busy pool.
 //  - Sysman: zesDeviceEnumMemoryModules / zesMemoryGetState on the core
 //    device handles (one module; free = size - allocated).
+//  - Host memory (zeMemAllocHost) is reachable by every device of its
+//    context; device memory by its own device and, when FAKE_ZE_PEER=1 (the
+//    default), by every other device (zeDeviceCanAccessPeer answers the same
+//    model: 0 with FAKE_ZE_PEER=0). Level Zero needs no enabling: a copy on
+//    a list of one device may name memory of another it can access. A copy
+//    or fill naming memory the list's device cannot reach, or memory of
+//    another context, is refused at append (ZE_RESULT_ERROR_INVALID_ARGUMENT,
+//    what the validation layer reports; a real device would fault).
+//    zeMemGetAllocProperties tells host, device and unknown memory apart.
+//  - Devices report compute, memory-access, cache and module properties of
+//    a modelled part (sub-groups 8/16/32, one 16 MiB last-level cache,
+//    FP16 and FP64; FAKE_ZE_FP64=0 / FAKE_ZE_FP16=0 drop those module flags).
+//  - fake_ze_live_command_lists() (exported, for tests that dlopen this
+//    driver) counts the command lists created and not yet destroyed.
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_api.h>
@@ -67,6 +81,7 @@ struct FakeDriver {
 
 struct FakeContext {
   uint32_t magic = kContextMagic;
+  FakeDriver* driver = nullptr;
 };
 
 struct FakePool;
@@ -98,6 +113,7 @@ struct Cmd {
 struct FakeList {
   uint32_t magic = kListMagic;
   FakeDevice* dev = nullptr;
+  FakeContext* ctx = nullptr;
   std::deque<Cmd> queue;  // guarded by g_mu
   bool running = false;   // a command is being executed
   bool stop = false;
@@ -106,7 +122,9 @@ struct FakeList {
 
 struct Allocation {
   size_t bytes;
-  FakeDevice* dev;
+  FakeDevice* dev;  // null: host memory (zeMemAllocHost)
+  FakeContext* ctx;
+  uint64_t id;
 };
 
 // One lock and one condition variable for all state: events, queues, memory.
@@ -115,6 +133,10 @@ std::mutex& g_mu = *new std::mutex();
 std::condition_variable& g_cv = *new std::condition_variable();
 std::map<uintptr_t, Allocation>& g_allocs = *new std::map<uintptr_t, Allocation>();
 FakeDriver* g_driver = nullptr;
+bool g_peer = true;                 // FAKE_ZE_PEER: devices reach each other's memory
+bool g_fp64 = true, g_fp16 = true;  // FAKE_ZE_FP64, FAKE_ZE_FP16
+uint64_t g_next_alloc_id = 1;       // guarded by g_mu
+int g_live_lists = 0;               // guarded by g_mu
 
 // Every live object the fake made. Keeps objects reachable while only the
 // loader's handle wrappers (intercept mode, freed by the loader at exit)
@@ -150,6 +172,9 @@ void make_driver() {
   auto* d = new FakeDriver();
   uint64_t n = env_u64("FAKE_ZE_DEVICES", 2);
   uint64_t mem = env_u64("FAKE_ZE_MEMORY", 256ull << 20);
+  g_peer = env_u64("FAKE_ZE_PEER", 1) != 0;
+  g_fp64 = env_u64("FAKE_ZE_FP64", 1) != 0;
+  g_fp16 = env_u64("FAKE_ZE_FP16", 1) != 0;
   for (uint64_t i = 0; i < n && i < 64; ++i) {
     auto* dev = new FakeDevice();
     dev->index = static_cast<uint32_t>(i);
@@ -175,6 +200,20 @@ const Allocation* find_alloc(const void* p, size_t bytes, bool* overflow) {
   if (a >= it->first + it->second.bytes) return nullptr;
   if (bytes > it->first + it->second.bytes - a) *overflow = true;
   return &it->second;
+}
+
+// Whether a command of a list of `dev` in `ctx` may touch [p, p + bytes):
+// memory the fake does not know is pageable host memory (reachable, as the
+// driver stages it), its own allocations must be of the list's context and
+// device memory of a device `dev` can access. Caller holds g_mu.
+ze_result_t check_access(FakeDevice* dev, FakeContext* ctx, const void* p, size_t bytes) {
+  bool over = false;
+  const Allocation* a = find_alloc(p, bytes, &over);
+  if (over) return ZE_RESULT_ERROR_INVALID_SIZE;
+  if (a == nullptr) return ZE_RESULT_SUCCESS;
+  if (a->ctx != ctx) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  if (a->dev != nullptr && a->dev != dev && !g_peer) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  return ZE_RESULT_SUCCESS;
 }
 
 // --- command lists --------------------------------------------------------
@@ -348,7 +387,68 @@ ze_result_t fDeviceGetComputeProperties(ze_device_handle_t h, ze_device_compute_
   p->maxGroupSizeX = p->maxGroupSizeY = p->maxGroupSizeZ = 1024;
   p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = 1u << 30;
   p->maxSharedLocalMemory = 64 << 10;
-  p->numSubGroupSizes = 0;
+  p->numSubGroupSizes = 3;
+  p->subGroupSizes[0] = 8;
+  p->subGroupSizes[1] = 16;
+  p->subGroupSizes[2] = 32;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t fDeviceGetModuleProperties(ze_device_handle_t h, ze_device_module_properties_t* p) {
+  if (checked<FakeDevice>(h, kDeviceMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (p == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  constexpr ze_device_fp_flags_t kFp =
+      ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN | ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST |
+      ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO | ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_FMA;
+  p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
+  p->flags = ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS | ZE_DEVICE_MODULE_FLAG_DP4A |
+             (g_fp16 ? ZE_DEVICE_MODULE_FLAG_FP16 : 0) | (g_fp64 ? ZE_DEVICE_MODULE_FLAG_FP64 : 0);
+  // 0 unless the matching module flag is set, as the specification says.
+  p->fp16flags = g_fp16 ? kFp : 0;
+  p->fp32flags = kFp;
+  p->fp64flags = g_fp64 ? kFp | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT : 0;
+  p->maxArgumentsSize = 2048;
+  p->printfBufferSize = 4 << 20;
+  std::memset(p->nativeKernelSupported.id, 0, sizeof p->nativeKernelSupported.id);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t fDeviceGetMemoryAccessProperties(ze_device_handle_t h,
+                                             ze_device_memory_access_properties_t* p) {
+  if (checked<FakeDevice>(h, kDeviceMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (p == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  constexpr ze_memory_access_cap_flags_t kRw =
+      ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+  p->hostAllocCapabilities = kRw;
+  p->deviceAllocCapabilities = kRw;
+  p->sharedSingleDeviceAllocCapabilities = kRw;
+  p->sharedCrossDeviceAllocCapabilities = 0;
+  p->sharedSystemAllocCapabilities = 0;
+  return ZE_RESULT_SUCCESS;
+}
+
+// One cache: the 16 MiB last-level cache.
+ze_result_t fDeviceGetCacheProperties(ze_device_handle_t h, uint32_t* count,
+                                      ze_device_cache_properties_t* p) {
+  if (checked<FakeDevice>(h, kDeviceMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (count == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (*count == 0 || p == nullptr) {
+    *count = 1;
+    return ZE_RESULT_SUCCESS;
+  }
+  *count = 1;
+  p[0].flags = 0;
+  p[0].cacheSize = 16u << 20;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t fDeviceCanAccessPeer(ze_device_handle_t h, ze_device_handle_t peer, ze_bool_t* value) {
+  auto* d = checked<FakeDevice>(h, kDeviceMagic);
+  auto* p = checked<FakeDevice>(peer, kDeviceMagic);
+  if (d == nullptr || p == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (value == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  // The specification: a device can always access itself.
+  *value = d == p || g_peer ? 1 : 0;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -406,6 +506,7 @@ ze_result_t fContextCreate(ze_driver_handle_t h, const ze_context_desc_t* desc,
   if (checked<FakeDriver>(h, kDriverMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (desc == nullptr || out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   auto* c = new FakeContext();
+  c->driver = checked<FakeDriver>(h, kDriverMagic);
   born(c);
   *out = reinterpret_cast<ze_context_handle_t>(c);
   return ZE_RESULT_SUCCESS;
@@ -434,8 +535,13 @@ ze_result_t fCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handl
     return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   auto* l = new FakeList();
   l->dev = d;
+  l->ctx = checked<FakeContext>(ctx, kContextMagic);
   l->worker = std::thread(worker_loop, l);
   born(l);
+  {
+    std::lock_guard lock(g_mu);
+    ++g_live_lists;
+  }
   *out = reinterpret_cast<ze_command_list_handle_t>(l);
   return ZE_RESULT_SUCCESS;
 }
@@ -448,6 +554,7 @@ ze_result_t fCommandListDestroy(ze_command_list_handle_t h) {
     if (!l->queue.empty() || l->running) return ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
     l->stop = true;
     l->magic = 0;
+    --g_live_lists;
   }
   g_cv.notify_all();
   l->worker.join();
@@ -459,13 +566,12 @@ ze_result_t fCommandListDestroy(ze_command_list_handle_t h) {
 ze_result_t fAppendMemoryCopy(ze_command_list_handle_t h, void* dst, const void* src, size_t size,
                               ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t* waits) {
   if (dst == nullptr || src == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  auto* l = checked<FakeList>(h, kListMagic);
+  if (l == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   {
     std::lock_guard lock(g_mu);
-    bool over = false;
-    find_alloc(dst, size, &over);
-    if (over) return ZE_RESULT_ERROR_INVALID_SIZE;
-    find_alloc(src, size, &over);
-    if (over) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (ze_result_t r = check_access(l->dev, l->ctx, dst, size); r != ZE_RESULT_SUCCESS) return r;
+    if (ze_result_t r = check_access(l->dev, l->ctx, src, size); r != ZE_RESULT_SUCCESS) return r;
   }
   Cmd c;
   c.kind = Cmd::Copy;
@@ -481,10 +587,13 @@ ze_result_t fAppendMemoryFill(ze_command_list_handle_t h, void* ptr, const void*
   if (ptr == nullptr || pattern == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (psize == 0 || psize > 128 || (psize & (psize - 1)) != 0 || size % psize != 0)
     return ZE_RESULT_ERROR_INVALID_SIZE;
+  auto* l = checked<FakeList>(h, kListMagic);
+  if (l == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   {
     std::lock_guard lock(g_mu);
     bool over = false;
     if (find_alloc(ptr, size, &over) == nullptr || over) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (ze_result_t r = check_access(l->dev, l->ctx, ptr, size); r != ZE_RESULT_SUCCESS) return r;
   }
   Cmd c;
   c.kind = Cmd::Fill;
@@ -635,19 +744,60 @@ ze_result_t fMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_d
   size_t rounded = (size + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-  g_allocs[reinterpret_cast<uintptr_t>(p)] = Allocation{size, d};
+  g_allocs[reinterpret_cast<uintptr_t>(p)] =
+      Allocation{size, d, checked<FakeContext>(ctx, kContextMagic), g_next_alloc_id++};
   d->used += size;
   *out = p;
   return ZE_RESULT_SUCCESS;
 }
 
+ze_result_t fMemAllocHost(ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t* desc,
+                          size_t size, size_t alignment, void** out) {
+  auto* c = checked<FakeContext>(ctx, kContextMagic);
+  if (c == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (desc == nullptr || out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (desc->flags > 0xf) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+  if (alignment != 0 && (alignment & (alignment - 1)) != 0)
+    return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+  size_t align = alignment > 64 ? alignment : 64;
+  size_t rounded = (size + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p == nullptr) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  std::lock_guard lock(g_mu);
+  g_allocs[reinterpret_cast<uintptr_t>(p)] = Allocation{size, nullptr, c, g_next_alloc_id++};
+  *out = p;
+  return ZE_RESULT_SUCCESS;
+}
+
+// Any pointer into an allocation of the context; others are
+// ZE_MEMORY_TYPE_UNKNOWN (with success, as the specification says).
+ze_result_t fMemGetAllocProperties(ze_context_handle_t ctx, const void* ptr,
+                                   ze_memory_allocation_properties_t* props,
+                                   ze_device_handle_t* dev) {
+  auto* c = checked<FakeContext>(ctx, kContextMagic);
+  if (c == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (ptr == nullptr || props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  std::lock_guard lock(g_mu);
+  bool over = false;
+  const Allocation* a = find_alloc(ptr, 1, &over);
+  if (a != nullptr && a->ctx != c) a = nullptr;
+  props->type = a == nullptr        ? ZE_MEMORY_TYPE_UNKNOWN
+                : a->dev == nullptr ? ZE_MEMORY_TYPE_HOST
+                                    : ZE_MEMORY_TYPE_DEVICE;
+  props->id = a != nullptr ? a->id : 0;
+  props->pageSize = a != nullptr ? 4096 : 0;
+  if (dev != nullptr) *dev = a != nullptr ? reinterpret_cast<ze_device_handle_t>(a->dev) : nullptr;
+  return ZE_RESULT_SUCCESS;
+}
+
 ze_result_t fMemFree(ze_context_handle_t ctx, void* ptr) {
-  if (checked<FakeContext>(ctx, kContextMagic) == nullptr)
-    return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  auto* c = checked<FakeContext>(ctx, kContextMagic);
+  if (c == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   std::lock_guard lock(g_mu);
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_allocs.end()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  it->second.dev->used -= it->second.bytes;
+  if (it == g_allocs.end() || it->second.ctx != c) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  if (it->second.dev != nullptr) it->second.dev->used -= it->second.bytes;
   g_allocs.erase(it);
   std::free(ptr);
   return ZE_RESULT_SUCCESS;
@@ -698,6 +848,15 @@ ze_result_t fsMemoryGetState(zes_mem_handle_t h, zes_mem_state_t* state) {
 
 }  // namespace
 
+// --- test hook -------------------------------------------------------------------
+
+// Command lists created and not yet destroyed (not a Level Zero entry point:
+// tests dlopen this driver with RTLD_NOLOAD and call it).
+FAKE_EXPORT int fake_ze_live_command_lists() {
+  std::lock_guard lock(g_mu);
+  return g_live_lists;
+}
+
 // --- the tables the loader asks for -------------------------------------------
 
 FAKE_EXPORT ze_result_t zeGetGlobalProcAddrTable(ze_api_version_t, ze_global_dditable_t* t) {
@@ -725,6 +884,10 @@ FAKE_EXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t, ze_device_ddi
   t->pfnGetCommandQueueGroupProperties = fDeviceGetCommandQueueGroupProperties;
   t->pfnGetMemoryProperties = fDeviceGetMemoryProperties;
   t->pfnPciGetPropertiesExt = fDevicePciGetPropertiesExt;
+  t->pfnGetModuleProperties = fDeviceGetModuleProperties;
+  t->pfnGetMemoryAccessProperties = fDeviceGetMemoryAccessProperties;
+  t->pfnGetCacheProperties = fDeviceGetCacheProperties;
+  t->pfnCanAccessPeer = fDeviceCanAccessPeer;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -775,7 +938,9 @@ FAKE_EXPORT ze_result_t zeGetMemProcAddrTable(ze_api_version_t, ze_mem_dditable_
   if (t == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   *t = {};
   t->pfnAllocDevice = fMemAllocDevice;
+  t->pfnAllocHost = fMemAllocHost;
   t->pfnFree = fMemFree;
+  t->pfnGetAllocProperties = fMemGetAllocProperties;
   return ZE_RESULT_SUCCESS;
 }
 
