@@ -7,8 +7,6 @@
 
 #include <hip/hip_runtime_api.h>
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -53,11 +51,20 @@ using accel::plugin::guarded;
   X(hipFree)                            \
   X(hipMemcpyAsync)                     \
   X(hipMemsetAsync)                     \
-  X(hipMemGetInfo)
+  X(hipMemGetInfo)                      \
+  X(hipHostFree)                        \
+  X(hipHostRegister)                    \
+  X(hipHostUnregister)                  \
+  X(hipDeviceCanAccessPeer)             \
+  X(hipDeviceEnablePeerAccess)          \
+  X(hipMemcpyPeerAsync)                 \
+  X(hipDeviceGetAttribute)
 
 // Entry points used when present (NULL otherwise). hipLaunchHostFunc is
 // declared by the HIP 5.2 headers but not exported by Debian's 5.2 runtime:
-// host functions then go through hipStreamAddCallback.
+// host functions then go through hipStreamAddCallback. hipStreamGetDevice
+// (HIP 5.6 and later) is neither declared nor exported by 5.2: its type is
+// spelled out in Runtime below.
 #define ACCEL_HIP_OPTIONAL_FUNCTIONS(X) \
   X(hipLaunchHostFunc)                  \
   X(hipDeviceGetUuid)                   \
@@ -74,7 +81,12 @@ struct Runtime {
   ACCEL_HIP_REQUIRED_FUNCTIONS(ACCEL_HIP_MEMBER)
   ACCEL_HIP_OPTIONAL_FUNCTIONS(ACCEL_HIP_MEMBER)
 #undef ACCEL_HIP_MEMBER
+  // Overloaded by C++ templates in the header: the C entry points' types.
   hipError_t (*hipMalloc)(void** ptr, size_t size) = nullptr;
+  hipError_t (*hipHostMalloc)(void** ptr, size_t size, unsigned int flags) = nullptr;
+  // HIP 5.6+: hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device);
+  // NULL where the runtime lacks it (Debian's 5.2).
+  hipError_t (*hipStreamGetDevice)(hipStream_t stream, hipDevice_t* device) = nullptr;
 };
 
 // Filled by load_runtime() in init; read-only afterwards.
@@ -88,15 +100,18 @@ accel_status_t load_runtime();
 // "libamdhip64.so.5 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153)"
 std::string runtime_label();
 
-// The process in which this plugin first called into the runtime
-// (hipGetDeviceCount at discovery or hipInit at lazy_init); 0 never. HIP is
-// not fork-safe once initialised.
+// Whether this plugin has called into the runtime (hipGetDeviceCount at
+// discovery or hipInit at lazy_init), which initialises it. Fork needs
+// nothing more: a child of a process that did so never reaches the plugin
+// (the core refuses the backend there, ACCEL_ERROR_FORKED), and the core
+// asks runtime_version again only after lazy_init, never in such a child.
 void note_runtime_initialised() noexcept;
-pid_t runtime_initialised_in() noexcept;
+bool runtime_initialised() noexcept;
 
 // --- errors (errors.cpp) -----------------------------------------------------
 
-// Maps `code` (OUT_OF_MEMORY, NOT_READY, else BACKEND_FAILURE), records
+// Maps `code` (OUT_OF_MEMORY, NOT_READY, NOT_SUPPORTED for hipErrorNotSupported
+// and hipErrorPeerAccessUnsupported, else BACKEND_FAILURE), records
 // "<call> failed: <hipErrorName> (<code>): <text>" and returns the status.
 accel_status_t vendor_fail(const char* call, hipError_t code) noexcept;
 // The same with " <context>" appended (hipMalloc: size and device).
@@ -116,12 +131,16 @@ void declare_discovery_fork_safe() noexcept;
 
 // --- devices, streams and events ---------------------------------------------
 
-// A stream handle: a created hipStream_t, or (is_default) the null stream of
-// `device`, which HIP resolves through the current device.
+// A stream handle: a hipStream_t this plugin created (stream_create, or the
+// default stream of `device`, made on first use and never destroyed), or
+// one the program made and stream_from_native wrapped. Every operation on
+// the stream is submitted to `native`, and to nothing else, so work the
+// program enqueues there directly is ordered with accel's, both ways.
 struct Stream {
   int32_t device = 0;
   hipStream_t native = nullptr;
   bool is_default = false;
+  bool owns_native = true;  // stream_destroy destroys `native` (false: a borrowed queue)
 };
 
 struct Event {
@@ -132,7 +151,10 @@ struct Event {
 
 struct Device {
   int32_t index = 0;
-  Stream default_stream;  // HIP's null stream of this device; never destroyed
+  // A blocking (hipStreamDefault) stream made by op_default_stream, so it
+  // has a handle to export and is ordered with HIP's null stream both ways
+  // (HIP's implicit synchronisation); never destroyed.
+  Stream default_stream;
 };
 
 // Builds the device table (count devices) at discovery, under the core's
@@ -170,7 +192,9 @@ inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Eve
 // (hostfn.cpp), events (events.cpp), memory (memory.cpp).
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
-ACCEL_BACKEND_NO_INTEROP_OPS
+// The ABI 1.1 groups: native handles (streams.cpp, events.cpp, devices.cpp),
+// host memory and peer copies (memory.cpp, devices.cpp), device attributes
+// (devices.cpp).
+ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::hip

@@ -201,7 +201,7 @@ accel_status_t op_device_count(int32_t* count) {
     if (st == ACCEL_SUCCESS) set_devices(*count);
     // Counting through the KFD topology ran no HIP code: a fork() child may
     // still initialise HIP itself. After hipGetDeviceCount it may not.
-    if (runtime_initialised_in() == 0) declare_discovery_fork_safe();
+    if (!runtime_initialised()) declare_discovery_fork_safe();
     return st;
   });
 }

@@ -30,6 +30,20 @@ const char* builtin_name(hipError_t code) noexcept {
       return "hipErrorInvalidHandle";
     case hipErrorNotReady:
       return "hipErrorNotReady";
+    case hipErrorPeerAccessUnsupported:
+      return "hipErrorPeerAccessUnsupported";
+    case hipErrorPeerAccessAlreadyEnabled:
+      return "hipErrorPeerAccessAlreadyEnabled";
+    case hipErrorPeerAccessNotEnabled:
+      return "hipErrorPeerAccessNotEnabled";
+    case hipErrorContextIsDestroyed:
+      return "hipErrorContextIsDestroyed";
+    case hipErrorHostMemoryAlreadyRegistered:
+      return "hipErrorHostMemoryAlreadyRegistered";
+    case hipErrorHostMemoryNotRegistered:
+      return "hipErrorHostMemoryNotRegistered";
+    case hipErrorNotSupported:
+      return "hipErrorNotSupported";
     default:
       return "hipErrorUnknown";
   }
@@ -49,7 +63,8 @@ const char* code_text(hipError_t code) noexcept {
 }
 
 // Invalid values and handles are the runtime's findings on arguments the
-// core already checked: reported as backend failures with HIP's text.
+// core already checked: reported as backend failures with HIP's text. What
+// the runtime says it cannot do is ACCEL_ERROR_NOT_SUPPORTED.
 accel_status_t status_of(hipError_t code) noexcept {
   switch (code) {
     case hipSuccess:
@@ -58,6 +73,9 @@ accel_status_t status_of(hipError_t code) noexcept {
       return ACCEL_ERROR_OUT_OF_MEMORY;
     case hipErrorNotReady:
       return ACCEL_ERROR_NOT_READY;
+    case hipErrorNotSupported:
+    case hipErrorPeerAccessUnsupported:
+      return ACCEL_ERROR_NOT_SUPPORTED;
     default:
       return ACCEL_ERROR_BACKEND_FAILURE;
   }

@@ -1,5 +1,5 @@
 // Events: hipEventCreateWithFlags (timing only when asked for), record,
-// query, synchronize, elapsed time.
+// query, synchronize, elapsed time, native handle.
 #include <memory>
 
 #include "backend.hpp"
@@ -76,6 +76,19 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
         rc != hipSuccess)
       return vendor_fail("hipEventElapsedTime", rc);
     *ms = t;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// A HIP event is one object for all its records (hipEventRecord reuses it):
+// its handle is valid from creation until event_destroy.
+accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
+  return guarded("event_native_handle", [&]() -> accel_status_t {
+    const Event* e = event_of(event);
+    out->type = ACCEL_NATIVE_HIP;
+    out->handle = e->native;
+    out->context = nullptr;
+    out->ordinal = e->device;
     return ACCEL_SUCCESS;
   });
 }

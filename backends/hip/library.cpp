@@ -2,7 +2,6 @@
 // runtime version.
 #include <dlfcn.h>
 #include <link.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -17,7 +16,7 @@ constexpr const char* kRuntimeVar = "ACCEL_HIP_RUNTIME";
 
 accel::plugin::VendorLibrary g_library;
 Runtime g_runtime;
-std::atomic<pid_t> g_initialised_in{0};
+std::atomic<bool> g_initialised{false};
 
 // The file a soname resolved to, for reasons and for the HIP release that
 // decides how HIP_VISIBLE_DEVICES is read (count.cpp).
@@ -49,9 +48,11 @@ accel_status_t load_runtime() {
       ACCEL_HIP_REQUIRED_FUNCTIONS(ACCEL_HIP_REQUIRED)
 #undef ACCEL_HIP_REQUIRED
           symbol("hipMalloc", &rt.hipMalloc),
+      symbol("hipHostMalloc", &rt.hipHostMalloc),
 #define ACCEL_HIP_OPTIONAL(fn) symbol(#fn, &rt.fn, /*required=*/false),
       ACCEL_HIP_OPTIONAL_FUNCTIONS(ACCEL_HIP_OPTIONAL)
 #undef ACCEL_HIP_OPTIONAL
+          symbol("hipStreamGetDevice", &rt.hipStreamGetDevice, /*required=*/false),
   };
   // A runtime lacking an entry point stays loaded but unused: unloading HIP
   // is not supported by ROCm (it may have run constructors).
@@ -68,24 +69,23 @@ std::string runtime_label() {
   return rt.name + " (" + rt.file + ")";
 }
 
-void note_runtime_initialised() noexcept {
-  pid_t expected = 0;
-  g_initialised_in.compare_exchange_strong(expected, getpid());
-}
+void note_runtime_initialised() noexcept { g_initialised.store(true); }
 
-pid_t runtime_initialised_in() noexcept { return g_initialised_in.load(); }
+bool runtime_initialised() noexcept { return g_initialised.load(); }
 
 // Only an initialised runtime answers hipRuntimeGetVersion (the call would
 // initialise it, and HIP is not fork-safe once initialised), so the version
-// is read once this process has initialised the runtime: hipGetDeviceCount
-// at discovery, or hipInit in lazy_init, after which the core asks again.
+// is read once the runtime has been initialised: hipGetDeviceCount at
+// discovery, or hipInit in lazy_init, after which the core asks again. The
+// core never asks in a fork() child that may not use the backend, so a flag
+// suffices (a child can only have initialised the runtime itself).
 accel_status_t op_runtime_version(char* buf, size_t size) {
   return guarded("runtime_version", [&]() -> accel_status_t {
     if (buf == nullptr || size == 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "runtime_version: buf is NULL or size is 0");
     const Runtime& rt = g_runtime;
     if (!rt.loaded) return fail(ACCEL_ERROR_NOT_SUPPORTED, "the HIP runtime was not loaded");
-    if (runtime_initialised_in() != getpid()) return ACCEL_ERROR_NOT_READY;
+    if (!runtime_initialised()) return ACCEL_ERROR_NOT_READY;
     if (rt.hipRuntimeGetVersion == nullptr)
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "the HIP runtime %s does not export hipRuntimeGetVersion",

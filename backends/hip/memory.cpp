@@ -1,7 +1,9 @@
-// Device memory (hipMalloc/hipFree), async copies and fills, memory info.
-// Pointer checks are the core's (its allocation table) and the runtime's
-// (hipErrorInvalidValue / hipErrorInvalidDevicePointer are reported as
-// ACCEL_ERROR_BACKEND_FAILURE with the runtime's text).
+// Device memory (hipMalloc/hipFree), async copies and fills, memory info,
+// page-locked host memory (hipHostMalloc / hipHostRegister) and copies
+// between devices (hipMemcpyPeerAsync). Pointer checks are the core's (its
+// allocation table) and the runtime's (hipErrorInvalidValue /
+// hipErrorInvalidDevicePointer are reported as ACCEL_ERROR_BACKEND_FAILURE
+// with the runtime's text).
 #include "backend.hpp"
 
 namespace accel::hip {
@@ -82,6 +84,80 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
       return vendor_fail("hipMemGetInfo", rc);
     *free_bytes = f;
     *total_bytes = t;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// --- page-locked host memory ------------------------------------------------
+
+// hipHostMalloc with hipHostMallocPortable: pinned system memory that every
+// device of the process may copy from and to asynchronously (ROCm makes it
+// accessible to all GPU agents; Portable says so as CUDA's flag does).
+// Coherence follows HIP's default (HIP_HOST_COHERENT).
+accel_status_t op_host_alloc(size_t bytes, uint32_t /*flags*/, void** ptr) {
+  return guarded("host_alloc", [&]() -> accel_status_t {
+    void* p = nullptr;
+    if (hipError_t rc = runtime().hipHostMalloc(&p, bytes, hipHostMallocPortable); rc != hipSuccess)
+      return vendor_fail("hipHostMalloc", rc, format("(%zu bytes)", bytes));
+    if (p == nullptr)
+      return fail(ACCEL_ERROR_BACKEND_FAILURE, "hipHostMalloc (%zu bytes) succeeded with NULL",
+                  bytes);
+    *ptr = p;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_free(void* ptr) {
+  return guarded("host_free", [&]() -> accel_status_t {
+    if (hipError_t rc = runtime().hipHostFree(ptr); rc != hipSuccess)
+      return vendor_fail("hipHostFree", rc);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// hipHostRegister with hipHostRegisterPortable: the range is page-locked
+// for every device. Copies use the host address (HIP's unified addressing);
+// kernels would need hipHostGetDevicePointer, which accel does not offer.
+accel_status_t op_host_register(void* ptr, size_t bytes, uint32_t /*flags*/) {
+  return guarded("host_register", [&]() -> accel_status_t {
+    if (hipError_t rc = runtime().hipHostRegister(ptr, bytes, hipHostRegisterPortable);
+        rc != hipSuccess)
+      return vendor_fail("hipHostRegister", rc, format("(%zu bytes at %p)", bytes, ptr));
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_host_unregister(void* ptr) {
+  return guarded("host_unregister", [&]() -> accel_status_t {
+    if (hipError_t rc = runtime().hipHostUnregister(ptr); rc != hipSuccess)
+      return vendor_fail("hipHostUnregister", rc);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// --- copies between devices --------------------------------------------------
+
+// hipMemcpyPeerAsync on the stream's queue (of either device): ordered with
+// the stream's other work. HIP copies directly over the link when peer
+// access is enabled and stages through host memory itself when it is not,
+// so the copy works either way.
+accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* src,
+                                    int32_t src_device, size_t bytes,
+                                    accel_plugin_stream_t stream) {
+  return guarded("memcpy_peer_async", [&]() -> accel_status_t {
+    Device* dd;
+    Device* sd;
+    if (accel_status_t st = device_at(dst_device, dd); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(src_device, sd); st != ACCEL_SUCCESS) return st;
+    Stream* s = stream_of(stream);
+    DeviceScope scope;
+    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    if (hipError_t rc =
+            runtime().hipMemcpyPeerAsync(dst, dd->index, src, sd->index, bytes, s->native);
+        rc != hipSuccess)
+      return vendor_fail("hipMemcpyPeerAsync", rc,
+                         format("(%zu bytes from device %d to device %d)", bytes,
+                                static_cast<int>(sd->index), static_cast<int>(dd->index)));
     return ACCEL_SUCCESS;
   });
 }

@@ -22,6 +22,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <numeric>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +99,80 @@ struct Topology {
 };
 
 using backend_test::in_child;
+
+// --- interop helpers -----------------------------------------------------------
+
+// A gate a stream waits at: a host function (accel's, or the vendor's
+// hipStreamAddCallback) that blocks until open() or destruction, so a test
+// can hold a queue and look at what waits behind it.
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool is_open = false;
+  std::atomic<bool> reached{false};
+  ~Gate() { open(); }
+  void open() {
+    {
+      std::lock_guard lock(m);
+      is_open = true;
+    }
+    cv.notify_all();
+  }
+  void pass() {
+    reached.store(true);
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return is_open; });
+  }
+  static void fn(void* self) { static_cast<Gate*>(self)->pass(); }
+  static void callback(hipStream_t, hipError_t, void* self) { fn(self); }
+  // Waits until a stream reached the gate (so work queued before it is done).
+  void wait_reached() {
+    for (int i = 0; i < 5000 && !reached.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(reached.load());
+  }
+};
+
+accel_native_handle_t native_of(accel_stream_t s) {
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  REQUIRE(accel_stream_native_handle(s, &h) == ACCEL_SUCCESS);
+  return h;
+}
+
+// The device's default stream, as a thread that never chose a stream sees it.
+accel_stream_t default_stream_of(int32_t device) {
+  accel_stream_t s = nullptr;
+  accel_status_t st = ACCEL_ERROR_INTERNAL;
+  std::thread([&] { st = accel_current_stream(device, &s); }).join();
+  REQUIRE(st == ACCEL_SUCCESS);
+  return s;
+}
+
+std::vector<unsigned char> iota_bytes(size_t n, unsigned char start) {
+  std::vector<unsigned char> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+// The fake's HIP device of the calling thread, restored on scope exit (the
+// fake's hipSetDevice is accel's current device too).
+struct HipDeviceScope {
+  void* h;
+  int saved = 0;
+  explicit HipDeviceScope(int device) : h(fake_runtime()) {
+    REQUIRE(FAKE_FN(h, hipGetDevice)(&saved) == hipSuccess);
+    REQUIRE(FAKE_FN(h, hipSetDevice)(device) == hipSuccess);
+  }
+  ~HipDeviceScope() { (void)FAKE_FN(h, hipSetDevice)(saved); }
+};
+
+// Debian HIP 5.2's export list (the v5 fake): no hipStreamGetDevice, no
+// hipLaunchHostFunc.
+bool runtime_is_52() { return dlsym(fake_runtime(), "hipStreamGetDevice") == nullptr; }
+
+int fake_count(const char* hook) { return sym<int (*)()>(fake_runtime(), hook)(); }
 
 // --- children of the fork tests ------------------------------------------------
 
@@ -465,6 +542,454 @@ TEST_CASE("interop: hipSetDevice and accel agree on the current device", "[inter
   }).join();
   CHECK(thread_accel == 0);
   CHECK(thread_hip == 0);
+}
+
+// The native queue of an accel stream is the one the backend submits to:
+// work put there through HIP is ordered with accel's work, both ways.
+TEST_CASE("interop: native stream handles ordered with accel both ways", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  const uint32_t groups = ACCEL_CAP_NATIVE_HANDLES | ACCEL_CAP_HOST_MEMORY | ACCEL_CAP_PEER_COPY |
+                          ACCEL_CAP_DEVICE_ATTRIBUTES;
+  CHECK((hip_info().caps & groups) == groups);
+  void* h = fake_runtime();
+  auto hip_memset = FAKE_FN(h, hipMemsetAsync);
+  auto hip_query = FAKE_FN(h, hipStreamQuery);
+  auto hip_add_callback = FAKE_FN(h, hipStreamAddCallback);
+
+  accel_stream_t s = nullptr;
+  REQUIRE(accel_stream_create(1, 0, &s) == ACCEL_SUCCESS);
+  const accel_native_handle_t nh = native_of(s);
+  CHECK(nh.type == ACCEL_NATIVE_HIP);
+  CHECK(std::string(nh.backend) == "hip");
+  REQUIRE(nh.handle != nullptr);
+  CHECK(nh.context == nullptr);
+  CHECK(nh.ordinal == 1);
+  auto q = static_cast<hipStream_t>(nh.handle);
+  CHECK(hip_query(q) == hipSuccess);  // a live stream of the runtime
+
+  const size_t n = 4096;
+  const auto data = iota_bytes(n, 3);
+  void* mem = nullptr;
+  REQUIRE(accel_malloc(1, n, &mem) == ACCEL_SUCCESS);
+  std::vector<unsigned char> back(n, 0);
+
+  SECTION("accel copy, HIP fill on the exported queue, accel copy") {
+    REQUIRE(accel_memcpy_async(mem, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s) ==
+            ACCEL_SUCCESS);
+    REQUIRE(hip_memset(mem, 0x5A, 16, q) == hipSuccess);
+    REQUIRE(accel_memcpy_async(back.data(), mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+    CHECK(std::all_of(back.begin(), back.begin() + 16, [](unsigned char c) { return c == 0x5A; }));
+    CHECK(std::equal(back.begin() + 16, back.end(), data.begin() + 16));
+  }
+  SECTION("HIP sees accel's pending work, accel sees HIP's") {
+    Gate accel_gate;
+    REQUIRE(accel_launch_host_func(s, Gate::fn, &accel_gate) == ACCEL_SUCCESS);
+    accel_gate.wait_reached();
+    CHECK(hip_query(q) == hipErrorNotReady);  // accel's host function holds the queue
+    REQUIRE(hip_memset(mem, 0x21, n, q) == hipSuccess);
+    accel_gate.open();
+    REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);  // includes HIP's fill
+    CHECK(hip_query(q) == hipSuccess);
+
+    Gate hip_gate;
+    REQUIRE(hip_add_callback(q, Gate::callback, &hip_gate, 0) == hipSuccess);
+    hip_gate.wait_reached();
+    CHECK(accel_stream_query(s) == ACCEL_ERROR_NOT_READY);
+    REQUIRE(accel_memcpy_async(back.data(), mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s) ==
+            ACCEL_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(back[0] == 0);  // the copy waits behind HIP's callback
+    hip_gate.open();
+    REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+    CHECK(std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 0x21; }));
+  }
+  SECTION("events and devices have native handles too") {
+    accel_event_t e = nullptr;
+    REQUIRE(accel_event_create(1, ACCEL_EVENT_DEFAULT, &e) == ACCEL_SUCCESS);
+    REQUIRE(accel_event_record(e, s) == ACCEL_SUCCESS);
+    accel_native_handle_t eh;
+    std::memset(&eh, 0, sizeof eh);
+    eh.struct_size = sizeof eh;
+    REQUIRE(accel_event_native_handle(e, &eh) == ACCEL_SUCCESS);
+    CHECK(eh.type == ACCEL_NATIVE_HIP);
+    REQUIRE(eh.handle != nullptr);
+    CHECK(eh.ordinal == 1);
+    auto he = static_cast<hipEvent_t>(eh.handle);
+    CHECK(FAKE_FN(h, hipEventSynchronize)(he) == hipSuccess);
+    CHECK(FAKE_FN(h, hipEventQuery)(he) == hipSuccess);
+    // HIP work waits for the accel event through its native handle.
+    REQUIRE(FAKE_FN(h, hipStreamWaitEvent)(q, he, 0) == hipSuccess);
+    REQUIRE(accel_event_destroy(e) == ACCEL_SUCCESS);
+
+    accel_native_handle_t dh;
+    std::memset(&dh, 0, sizeof dh);
+    dh.struct_size = sizeof dh;
+    REQUIRE(accel_device_native_handle(1, &dh) == ACCEL_SUCCESS);
+    CHECK(dh.type == ACCEL_NATIVE_HIP);
+    CHECK(dh.handle == nullptr);
+    CHECK(dh.context == nullptr);
+    CHECK(dh.ordinal == 1);
+  }
+  REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+  REQUIRE(accel_free(mem) == ACCEL_SUCCESS);
+  REQUIRE(accel_stream_destroy(s) == ACCEL_SUCCESS);
+}
+
+// The default stream is a blocking HIP stream of its own (HIP's null stream
+// has no handle to export): HIP code that passes no stream is still ordered
+// with it both ways, by HIP's implicit synchronisation, which the fake models.
+TEST_CASE("interop: the default stream and HIP's null stream wait for each other", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_runtime();
+  auto hip_memset = FAKE_FN(h, hipMemsetAsync);
+  auto hip_query = FAKE_FN(h, hipStreamQuery);
+  accel_stream_t def0 = default_stream_of(0);
+  const accel_native_handle_t nh = native_of(def0);
+  REQUIRE(nh.handle != nullptr);
+  CHECK(native_of(def0).handle == nh.handle);
+  CHECK(native_of(default_stream_of(1)).handle != nh.handle);
+  HipDeviceScope on0(0);  // HIP's null stream is the current device's
+
+  const size_t n = 4096;
+  const auto data = iota_bytes(n, 5);
+  void* mem = nullptr;
+  REQUIRE(accel_malloc(0, n, &mem) == ACCEL_SUCCESS);
+  std::vector<unsigned char> back(n, 0);
+
+  SECTION("null-stream work waits for the default stream") {
+    Gate gate;
+    REQUIRE(accel_launch_host_func(def0, Gate::fn, &gate) == ACCEL_SUCCESS);
+    REQUIRE(accel_memcpy_async(mem, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, def0) ==
+            ACCEL_SUCCESS);
+    gate.wait_reached();
+    REQUIRE(hip_memset(mem, 0x11, 16, nullptr) == hipSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(hip_query(nullptr) == hipErrorNotReady);
+    gate.open();
+    REQUIRE(FAKE_FN(h, hipStreamSynchronize)(nullptr) == hipSuccess);
+    REQUIRE(accel_memcpy_async(back.data(), mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, def0) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_stream_synchronize(def0) == ACCEL_SUCCESS);
+    CHECK(std::all_of(back.begin(), back.begin() + 16, [](unsigned char c) { return c == 0x11; }));
+    CHECK(std::equal(back.begin() + 16, back.end(), data.begin() + 16));
+  }
+  SECTION("the default stream waits for null-stream work") {
+    Gate gate;
+    REQUIRE(FAKE_FN(h, hipStreamAddCallback)(nullptr, Gate::callback, &gate, 0) == hipSuccess);
+    REQUIRE(hip_memset(mem, 0x22, n, nullptr) == hipSuccess);
+    gate.wait_reached();
+    REQUIRE(accel_memset_async(mem, 0x33, 16, def0) == ACCEL_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(accel_stream_query(def0) == ACCEL_ERROR_NOT_READY);
+    gate.open();
+    REQUIRE(accel_memcpy_async(back.data(), mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, def0) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_stream_synchronize(def0) == ACCEL_SUCCESS);
+    CHECK(std::all_of(back.begin(), back.begin() + 16, [](unsigned char c) { return c == 0x33; }));
+    CHECK(std::all_of(back.begin() + 16, back.end(), [](unsigned char c) { return c == 0x22; }));
+  }
+  REQUIRE(accel_free(mem) == ACCEL_SUCCESS);
+}
+
+TEST_CASE("interop: wrapping the program's HIP streams", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_runtime();
+  auto hip_create = FAKE_FN(h, hipStreamCreateWithPriority);
+  auto hip_query = FAKE_FN(h, hipStreamQuery);
+  auto hip_destroy = FAKE_FN(h, hipStreamDestroy);
+  hipStream_t q = nullptr;
+  {
+    HipDeviceScope on1(1);
+    REQUIRE(hip_create(&q, hipStreamNonBlocking, 0) == hipSuccess);
+  }
+  const int live = fake_count("fake_hip_live_streams");
+  accel_native_handle_t nh;
+  std::memset(&nh, 0, sizeof nh);
+  nh.struct_size = sizeof nh;
+  nh.type = ACCEL_NATIVE_HIP;
+  nh.handle = q;
+  nh.ordinal = -1;
+
+  SECTION("borrowed: the wrapper works like any stream and leaves the queue alive") {
+    accel_stream_t w = nullptr;
+    REQUIRE(accel_stream_from_native(1, &nh, 0, &w) == ACCEL_SUCCESS);
+    CHECK(native_of(w).handle == q);
+    int32_t where = -1;
+    REQUIRE(accel_stream_device(w, &where) == ACCEL_SUCCESS);
+    CHECK(where == 1);
+    const auto data = iota_bytes(8192, 9);
+    void* mem = nullptr;
+    REQUIRE(accel_malloc(1, data.size(), &mem) == ACCEL_SUCCESS);
+    std::vector<unsigned char> back(data.size(), 0);
+    std::atomic<int> ran{0};
+    accel_event_t e = nullptr;
+    REQUIRE(accel_event_create(1, ACCEL_EVENT_DEFAULT, &e) == ACCEL_SUCCESS);
+    REQUIRE(accel_memcpy_async(mem, data.data(), data.size(), ACCEL_MEMCPY_HOST_TO_DEVICE, w) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_launch_host_func(
+                w, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, &ran) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_memcpy_async(back.data(), mem, back.size(), ACCEL_MEMCPY_DEVICE_TO_HOST, w) ==
+            ACCEL_SUCCESS);
+    REQUIRE(accel_event_record(e, w) == ACCEL_SUCCESS);
+    REQUIRE(accel_event_synchronize(e) == ACCEL_SUCCESS);
+    CHECK(ran.load() == 1);
+    CHECK(back == data);
+    CHECK(accel_stream_query(w) == ACCEL_SUCCESS);
+    REQUIRE(accel_event_destroy(e) == ACCEL_SUCCESS);
+    REQUIRE(accel_free(mem) == ACCEL_SUCCESS);
+    REQUIRE(accel_stream_destroy(w) == ACCEL_SUCCESS);
+    CHECK(fake_count("fake_hip_live_streams") == live);  // the queue is still the program's
+    CHECK(hip_query(q) == hipSuccess);
+    CHECK(hip_destroy(q) == hipSuccess);
+    CHECK(fake_count("fake_hip_live_streams") == live - 1);
+  }
+  SECTION("ACCEL_NATIVE_TAKE_OWNERSHIP: destroying the wrapper destroys the queue") {
+    accel_stream_t w = nullptr;
+    REQUIRE(accel_stream_from_native(1, &nh, ACCEL_NATIVE_TAKE_OWNERSHIP, &w) == ACCEL_SUCCESS);
+    REQUIRE(accel_stream_synchronize(w) == ACCEL_SUCCESS);
+    REQUIRE(accel_stream_destroy(w) == ACCEL_SUCCESS);
+    CHECK(fake_count("fake_hip_live_streams") == live - 1);
+    CHECK(hip_query(q) == hipErrorInvalidHandle);  // gone
+  }
+  SECTION("refusals") {
+    accel_stream_t w = nullptr;
+    // Another device's queue: hipStreamGetDevice names it; HIP 5.2 has no
+    // such call and the plugin learns it from hipEventRecord's refusal.
+    CHECK(accel_stream_from_native(0, &nh, 0, &w) == ACCEL_ERROR_DEVICE_MISMATCH);
+    std::string msg = accel_last_error();
+    INFO(msg);
+    CHECK(contains(msg, "device 0"));
+    if (runtime_is_52()) {
+      CHECK(contains(msg, "hipEventRecord"));
+      CHECK(contains(msg, "no hipStreamGetDevice"));
+    } else {
+      CHECK(contains(msg, "belongs to HIP device 1 (hipStreamGetDevice)"));
+    }
+    CHECK(w == nullptr);
+    // HIP's special handles name no single queue.
+    accel_native_handle_t special = nh;
+    special.handle = hipStreamPerThread;
+    CHECK(accel_stream_from_native(1, &special, 0, &w) == ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(contains(accel_last_error(), "hipStreamPerThread"));
+    // The default stream's queue may be borrowed, never taken.
+    special.handle = native_of(default_stream_of(1)).handle;
+    CHECK(accel_stream_from_native(1, &special, ACCEL_NATIVE_TAKE_OWNERSHIP, &w) ==
+          ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(contains(accel_last_error(), "default stream of device 1"));
+    REQUIRE(accel_stream_from_native(1, &special, 0, &w) == ACCEL_SUCCESS);
+    REQUIRE(accel_stream_destroy(w) == ACCEL_SUCCESS);
+    CHECK(accel_stream_synchronize(default_stream_of(1)) == ACCEL_SUCCESS);  // unharmed
+    // A destroyed queue.
+    REQUIRE(hip_destroy(q) == hipSuccess);
+    w = nullptr;
+    CHECK(accel_stream_from_native(1, &nh, 0, &w) == ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(contains(accel_last_error(), "not a live HIP stream"));
+    CHECK(w == nullptr);
+  }
+}
+
+TEST_CASE("interop: pinned and registered host memory", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_runtime();
+  const int allocs = fake_count("fake_hip_host_allocations");
+  const size_t n = 1 << 16;
+  void* pinned = nullptr;
+  REQUIRE(accel_host_malloc(n, 0, &pinned) == ACCEL_SUCCESS);
+  CHECK(fake_count("fake_hip_host_allocations") == allocs + 1);  // hipHostMalloc'd
+  auto* host = static_cast<unsigned char*>(pinned);
+  for (int32_t d = 0; d < 2; ++d) {
+    INFO("device " << d);
+    const auto data = iota_bytes(n, static_cast<unsigned char>(17 + d));
+    std::memcpy(host, data.data(), n);
+    void* mem = nullptr;
+    REQUIRE(accel_malloc(d, n, &mem) == ACCEL_SUCCESS);
+    accel_stream_t s = default_stream_of(d);
+    REQUIRE(accel_memcpy_async(mem, host, n, ACCEL_MEMCPY_HOST_TO_DEVICE, s) == ACCEL_SUCCESS);
+    REQUIRE(accel_memset_async(mem, 0, 8, s) == ACCEL_SUCCESS);
+    REQUIRE(accel_memcpy_async(host, mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s) == ACCEL_SUCCESS);
+    REQUIRE(accel_stream_synchronize(s) == ACCEL_SUCCESS);
+    CHECK(std::all_of(host, host + 8, [](unsigned char c) { return c == 0; }));
+    CHECK(std::equal(host + 8, host + n, data.begin() + 8));
+    REQUIRE(accel_free(mem) == ACCEL_SUCCESS);
+  }
+  REQUIRE(accel_host_free(pinned) == ACCEL_SUCCESS);
+  CHECK(fake_count("fake_hip_host_allocations") == allocs);
+
+  // Registered: page-locked in the runtime itself (it refuses to pin the
+  // range again), unpinned by accel_host_unregister.
+  std::vector<unsigned char> buf(n);
+  const int ranges = fake_count("fake_hip_registered_ranges");
+  REQUIRE(accel_host_register(buf.data(), buf.size(), 0) == ACCEL_SUCCESS);
+  CHECK(fake_count("fake_hip_registered_ranges") == ranges + 1);
+  CHECK(FAKE_FN(h, hipHostRegister)(buf.data() + 64, 64, 0) == hipErrorHostMemoryAlreadyRegistered);
+  const auto data = iota_bytes(n, 41);
+  std::memcpy(buf.data(), data.data(), n);
+  void* mem = nullptr;
+  REQUIRE(accel_malloc(1, n, &mem) == ACCEL_SUCCESS);
+  std::vector<unsigned char> back(n, 0);
+  accel_stream_t s1 = default_stream_of(1);
+  REQUIRE(accel_memcpy_async(mem, buf.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s1) == ACCEL_SUCCESS);
+  REQUIRE(accel_memcpy_async(back.data(), mem, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s1) ==
+          ACCEL_SUCCESS);
+  REQUIRE(accel_stream_synchronize(s1) == ACCEL_SUCCESS);
+  CHECK(back == data);
+  REQUIRE(accel_free(mem) == ACCEL_SUCCESS);
+  REQUIRE(accel_host_unregister(buf.data()) == ACCEL_SUCCESS);
+  CHECK(fake_count("fake_hip_registered_ranges") == ranges);
+  CHECK(FAKE_FN(h, hipHostUnregister)(buf.data()) == hipErrorHostMemoryNotRegistered);
+
+  // Exhaustion is OUT_OF_MEMORY, saying how much (FAKE_HIP_HOST_MEMORY: 1 GiB).
+  void* big = nullptr;
+  CHECK(accel_host_malloc(size_t{2} << 30, 0, &big) == ACCEL_ERROR_OUT_OF_MEMORY);
+  std::string msg = accel_last_error();
+  INFO(msg);
+  CHECK(contains(msg, "hipHostMalloc"));
+  CHECK(contains(msg, "hipErrorOutOfMemory"));
+  CHECK(contains(msg, "2147483648 bytes"));
+  CHECK(big == nullptr);
+}
+
+TEST_CASE("interop: peer access and copies between devices", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  void* h = fake_runtime();
+  int32_t can = -1;
+  REQUIRE(accel_device_can_access_peer(0, 1, &can) == ACCEL_SUCCESS);
+  CHECK(can == 1);  // xGMI between the modelled GCDs
+  CHECK(accel_device_enable_peer_access(0, 1) == ACCEL_SUCCESS);
+  CHECK(accel_device_enable_peer_access(0, 1) ==
+        ACCEL_SUCCESS);  // hipErrorPeerAccessAlreadyEnabled
+  {
+    HipDeviceScope on0(0);  // it reached the runtime: enabled for device 0
+    CHECK(FAKE_FN(h, hipDeviceEnablePeerAccess)(1, 0) == hipErrorPeerAccessAlreadyEnabled);
+  }
+  {
+    HipDeviceScope on1(1);  // one direction only
+    CHECK(FAKE_FN(h, hipDeviceEnablePeerAccess)(0, 0) == hipSuccess);
+  }
+  CHECK(accel_device_enable_peer_access(1, 0) == ACCEL_SUCCESS);  // already, from the program
+
+  // hipMemcpyPeerAsync, in the order of the stream it was queued on.
+  const size_t n = 1 << 16;
+  const auto data = iota_bytes(n, 77);
+  void *a = nullptr, *b = nullptr;
+  REQUIRE(accel_malloc(0, n, &a) == ACCEL_SUCCESS);
+  REQUIRE(accel_malloc(1, n, &b) == ACCEL_SUCCESS);
+  accel_stream_t s0 = nullptr;
+  REQUIRE(accel_stream_create(0, 0, &s0) == ACCEL_SUCCESS);
+  Gate gate;
+  REQUIRE(accel_launch_host_func(s0, Gate::fn, &gate) == ACCEL_SUCCESS);
+  REQUIRE(accel_memcpy_async(a, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s0) == ACCEL_SUCCESS);
+  REQUIRE(accel_memcpy_peer_async(b, 1, a, 0, n, s0) == ACCEL_SUCCESS);
+  gate.wait_reached();
+  CHECK(accel_stream_query(s0) == ACCEL_ERROR_NOT_READY);
+  gate.open();
+  REQUIRE(accel_stream_synchronize(s0) == ACCEL_SUCCESS);
+  std::vector<unsigned char> back(n, 0);
+  accel_stream_t s1 = default_stream_of(1);
+  REQUIRE(accel_memcpy_async(back.data(), b, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s1) == ACCEL_SUCCESS);
+  REQUIRE(accel_stream_synchronize(s1) == ACCEL_SUCCESS);
+  CHECK(back == data);
+  REQUIRE(accel_stream_destroy(s0) == ACCEL_SUCCESS);
+  REQUIRE(accel_free(a) == ACCEL_SUCCESS);
+  REQUIRE(accel_free(b) == ACCEL_SUCCESS);
+}
+
+// One GCD of an MI250, as the fake models it (gfx90a:sramecc+:xnack-).
+TEST_CASE("interop: device attributes and capability", "[interop]") {
+  REQUIRE(accel_device_count() == 2);
+  const bool v52 = runtime_is_52();
+  struct Expect {
+    accel_device_attr_t attr;
+    int64_t value;
+  };
+  const Expect expected[] = {
+      {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR, 9},
+      {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR, 0},
+      {ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING, 10},  // the 'a' of gfx90a
+      {ACCEL_DEVICE_ATTR_WARP_SIZE, 64},
+      {ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z, 1024},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X, 2147483647},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y, 65536},
+      {ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z, 65536},
+      {ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK, 65536},
+      {ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT, 104},
+      {ACCEL_DEVICE_ATTR_CLOCK_RATE_KHZ, 1700000},
+      {ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH, 4096},
+      {ACCEL_DEVICE_ATTR_L2_CACHE_SIZE, 8 * 1024 * 1024},
+      {ACCEL_DEVICE_ATTR_INTEGRATED, 0},
+      {ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING, 1},
+      {ACCEL_DEVICE_ATTR_MANAGED_MEMORY, 1},
+      {ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS, 1},
+      {ACCEL_DEVICE_ATTR_ECC_ENABLED, 1},
+  };
+  for (int32_t d = 0; d < 2; ++d) {
+    for (const Expect& e : expected) {
+      INFO("device " << d << ", " << accel_device_attr_name(e.attr) << ": " << accel_last_error());
+      int64_t v = -1;
+      CHECK(accel_device_get_attribute(d, e.attr, &v) == ACCEL_SUCCESS);
+      CHECK(v == e.value);
+    }
+    int64_t v = -1;
+    // HIP 6 answers the copy engines; HIP 5.2's hipDeviceGetAttribute has no case for it.
+    accel_status_t st = accel_device_get_attribute(d, ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT, &v);
+    if (v52) {
+      CHECK(st == ACCEL_ERROR_NOT_SUPPORTED);
+      CHECK(contains(accel_last_error(), "hipDeviceAttributeAsyncEngineCount"));
+      CHECK(v == -1);
+    } else {
+      CHECK(st == ACCEL_SUCCESS);
+      CHECK(v == 8);
+    }
+    v = -1;
+    CHECK(accel_device_get_attribute(d, ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE, &v) ==
+          ACCEL_ERROR_NOT_SUPPORTED);
+    CHECK(contains(accel_last_error(), "largest single allocation"));
+    CHECK(v == -1);
+
+    accel_device_capability_t c;
+    std::memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    REQUIRE(accel_get_device_capability(d, &c) == ACCEL_SUCCESS);
+    for (accel_dtype_t t : {ACCEL_DTYPE_FLOAT16, ACCEL_DTYPE_FLOAT64, ACCEL_DTYPE_COMPLEX32,
+                            ACCEL_DTYPE_COMPLEX128, ACCEL_DTYPE_BFLOAT16})
+      CHECK((c.supported_dtypes & ACCEL_DTYPE_BIT(t)) != 0);
+  }
+}
+
+// FAKE_HIP_PEER=0: a topology without peer links.
+TEST_CASE("interop: devices without a peer link", "[interop-nopeer]") {
+  REQUIRE(accel_device_count() == 2);
+  int32_t can = -1;
+  REQUIRE(accel_device_can_access_peer(0, 1, &can) == ACCEL_SUCCESS);
+  CHECK(can == 0);
+  CHECK(accel_device_enable_peer_access(0, 1) == ACCEL_ERROR_NOT_SUPPORTED);
+  std::string msg = accel_last_error();
+  INFO(msg);
+  CHECK(contains(msg, "hipDeviceCanAccessPeer"));
+  CHECK(contains(msg, "device 0 cannot access the memory of device 1"));
+  // Copies still work (HIP stages them).
+  const size_t n = 4096;
+  const auto data = iota_bytes(n, 1);
+  void *a = nullptr, *b = nullptr;
+  REQUIRE(accel_malloc(0, n, &a) == ACCEL_SUCCESS);
+  REQUIRE(accel_malloc(1, n, &b) == ACCEL_SUCCESS);
+  accel_stream_t s1 = default_stream_of(1);
+  std::vector<unsigned char> back(n, 0);
+  accel_stream_t s0 = default_stream_of(0);
+  REQUIRE(accel_memcpy_async(a, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s0) == ACCEL_SUCCESS);
+  REQUIRE(accel_stream_synchronize(s0) == ACCEL_SUCCESS);
+  REQUIRE(accel_memcpy_peer_async(b, 1, a, 0, n, s1) == ACCEL_SUCCESS);
+  REQUIRE(accel_memcpy_async(back.data(), b, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s1) == ACCEL_SUCCESS);
+  REQUIRE(accel_stream_synchronize(s1) == ACCEL_SUCCESS);
+  CHECK(back == data);
+  REQUIRE(accel_free(a) == ACCEL_SUCCESS);
+  REQUIRE(accel_free(b) == ACCEL_SUCCESS);
 }
 
 TEST_CASE("runtime version: asked only once the runtime is initialised", "[version]") {

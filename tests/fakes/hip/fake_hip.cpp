@@ -11,18 +11,42 @@
 //  - per-thread current device (hipSetDevice / hipGetDevice), starting at 0;
 //  - every stream (and each device's null stream) is a worker thread running
 //    its queue in order, so ordering, hipErrorNotReady and timing are real;
-//    the null stream does not synchronise with other streams (not modelled);
+//    the null stream and the device's blocking streams (created without
+//    hipStreamNonBlocking) wait for each other as HIP documents: work queued
+//    on the null stream waits for what the blocking streams queued before
+//    it, and work queued on a blocking stream for what the null stream
+//    queued before it; non-blocking streams are independent;
 //  - device memory is host memory; copies and fills check that device-side
 //    ranges lie inside live allocations (hipErrorInvalidValue otherwise);
 //    FAKE_HIP_MEMORY bytes per device (default 1 GiB) -> hipErrorOutOfMemory;
-//  - events record a steady_clock timestamp when their stream reaches them.
+//  - events record a steady_clock timestamp when their stream reaches them;
+//    hipEventRecord refuses a stream of another device (hipErrorInvalidHandle,
+//    as HIP does);
+//  - page-locked host memory: hipHostMalloc/hipHostFree (FAKE_HIP_HOST_MEMORY
+//    bytes in all, default 1 GiB) and hipHostRegister/hipHostUnregister
+//    ranges are tracked, with HIP's flag checks and errors
+//    (hipErrorHostMemoryAlreadyRegistered, hipErrorHostMemoryNotRegistered);
+//  - peer access: the devices are MI250-like GCDs linked by xGMI, so every
+//    pair can access each other (hipDeviceCanAccessPeer) unless
+//    FAKE_HIP_PEER=0 says the topology links none; hipDeviceEnablePeerAccess
+//    then fails with hipErrorInvalidDevice, as HIP does; a repeat gives
+//    hipErrorPeerAccessAlreadyEnabled. hipMemcpyPeerAsync copies in stream
+//    order whether or not access is enabled (HIP stages such copies);
+//  - device attributes (hipDeviceGetAttribute, hipGetDeviceProperties) of one
+//    GCD of an MI250 (gfx90a:sramecc+:xnack-, 104 CUs, 1700 MHz, 4096-bit
+//    HBM2e, 8 MiB L2, 64 KiB LDS, wavefront 64); attributes HIP answers with
+//    hipErrorInvalidValue on AMD are answered so here too.
 // Built twice: libamdhip64.so (a ROCm 6 runtime with 6.2's visibility rules;
 // it reports version 6.0.32830, which tests check) and, with
-// FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc,
-// and 5.2's visibility rules: empty variables count as unset, no UUIDs in
-// HIP_VISIBLE_DEVICES).
+// FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc
+// and no hipStreamGetDevice (HIP 5.6), no hipDeviceAttributeAsyncEngineCount
+// answer (HIP 6.0), and 5.2's visibility rules: empty variables count as
+// unset, no UUIDs in HIP_VISIBLE_DEVICES).
 // Test hooks (not HIP API): fake_hip_initialised() says whether any call
-// initialised the fake in this process.
+// initialised the fake in this process; fake_hip_live_streams() counts the
+// streams created and not destroyed; fake_hip_host_allocations() and
+// fake_hip_registered_ranges() count live hipHostMalloc allocations and
+// hipHostRegister ranges.
 #include <hip/hip_runtime_api.h>
 
 #include <chrono>
@@ -35,6 +59,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -163,6 +188,12 @@ struct State {
   std::map<uintptr_t, Alloc> allocs;
   std::map<ihipStream_t*, std::shared_ptr<ihipStream_t>> streams;
   std::set<ihipEvent_t*> events;
+  std::map<uintptr_t, size_t> host_allocs;  // hipHostMalloc: base -> bytes
+  size_t host_total = 0;                    // FAKE_HIP_HOST_MEMORY
+  size_t host_used = 0;
+  std::map<uintptr_t, size_t> registered;      // hipHostRegister: base -> bytes
+  bool peer_links = true;                      // FAKE_HIP_PEER (0: none)
+  std::set<std::pair<int, int>> peer_enabled;  // (device, peer)
 };
 
 State& state() {
@@ -295,6 +326,10 @@ void ensure_init_locked() {
   if (physical < 0) physical = 0;
   const char* mem_env = std::getenv("FAKE_HIP_MEMORY");
   size_t total = mem_env != nullptr ? std::strtoull(mem_env, nullptr, 10) : (size_t{1} << 30);
+  const char* host_env = std::getenv("FAKE_HIP_HOST_MEMORY");
+  s.host_total = host_env != nullptr ? std::strtoull(host_env, nullptr, 10) : (size_t{1} << 30);
+  const char* peer_env = std::getenv("FAKE_HIP_PEER");
+  s.peer_links = peer_env == nullptr || std::strcmp(peer_env, "0") != 0;
   for (int p : hip_visible(rocr_visible(physical))) {
     Device d;
     d.physical = p;
@@ -344,6 +379,41 @@ ihipStream_t* resolve(hipStream_t h) {
   }
   auto it = s.streams.find(h);
   return it != s.streams.end() ? it->second.get() : nullptr;
+}
+
+// Queues work (and/or a record) on `s`, with HIP's implicit synchronisation
+// between the null stream and the blocking streams of its device: the
+// work first waits for markers queued, at this moment, behind what the
+// other side has pending. Each wait is for a marker queued before the
+// waiting op, so no cycle can form.
+void submit(ihipStream_t* s, std::function<void()> work, std::shared_ptr<Record> record = nullptr) {
+  State& st = state();
+  std::lock_guard lock(st.mu);
+  std::vector<std::shared_ptr<Record>> deps;
+  auto mark = [&](ihipStream_t* other) {
+    if (other == s || other->idle()) return;
+    auto m = std::make_shared<Record>();
+    other->push(nullptr, m);
+    deps.push_back(std::move(m));
+  };
+  if (s->is_null) {
+    for (auto& [raw, other] : st.streams)
+      if (other->device == s->device && (other->flags & hipStreamNonBlocking) == 0)
+        mark(other.get());
+  } else if ((s->flags & hipStreamNonBlocking) == 0 &&
+             static_cast<size_t>(s->device) < st.devices.size()) {
+    if (auto& ns = st.devices[static_cast<size_t>(s->device)].null_stream) mark(ns.get());
+  }
+  if (deps.empty()) {
+    s->push(std::move(work), std::move(record));
+    return;
+  }
+  s->push(
+      [deps = std::move(deps), work = std::move(work)] {
+        for (auto& d : deps) d->wait();
+        if (work) work();
+      },
+      std::move(record));
 }
 
 bool live_event(hipEvent_t e) {
@@ -396,6 +466,16 @@ FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
       return "hipErrorInvalidHandle";
     case hipErrorNotReady:
       return "hipErrorNotReady";
+    case hipErrorPeerAccessAlreadyEnabled:
+      return "hipErrorPeerAccessAlreadyEnabled";
+    case hipErrorPeerAccessNotEnabled:
+      return "hipErrorPeerAccessNotEnabled";
+    case hipErrorContextIsDestroyed:
+      return "hipErrorContextIsDestroyed";
+    case hipErrorHostMemoryAlreadyRegistered:
+      return "hipErrorHostMemoryAlreadyRegistered";
+    case hipErrorHostMemoryNotRegistered:
+      return "hipErrorHostMemoryNotRegistered";
     default:
       return "hipErrorUnknown";
   }
@@ -421,6 +501,16 @@ FAKE_EXPORT const char* hipGetErrorString(hipError_t e) {
       return "invalid resource handle";
     case hipErrorNotReady:
       return "device not ready";
+    case hipErrorPeerAccessAlreadyEnabled:
+      return "peer access is already enabled";
+    case hipErrorPeerAccessNotEnabled:
+      return "peer access has not been enabled";
+    case hipErrorContextIsDestroyed:
+      return "context is destroyed";
+    case hipErrorHostMemoryAlreadyRegistered:
+      return "part or all of the requested memory range is already mapped";
+    case hipErrorHostMemoryNotRegistered:
+      return "pointer does not correspond to a registered memory region";
     default:
       return "unknown error";
   }
@@ -500,10 +590,11 @@ FAKE_EXPORT hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t device) {
   return hipSuccess;
 }
 
-FAKE_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device) {
-  if (prop == nullptr) return hipErrorInvalidValue;
-  FAKE_BEGIN();
-  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+namespace {
+
+// The modelled GPU: one GCD of an AMD Instinct MI250 (the MI210 has the same
+// die), as ROCclr fills hipDeviceProp_t for it. Caller checked `device`.
+void fill_properties(hipDeviceProp_t* prop, int device) {
   Device d;
   {
     std::lock_guard lock(state().mu);
@@ -512,13 +603,151 @@ FAKE_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device)
   std::memset(prop, 0, sizeof *prop);
   std::snprintf(prop->name, sizeof prop->name, "Fake AMD Instinct MI210 #%d", d.physical);
   prop->totalGlobalMem = d.total;
+  prop->sharedMemPerBlock = 64 * 1024;  // LDS per CU
+  prop->regsPerBlock = 65536;
+  prop->warpSize = 64;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = prop->maxThreadsDim[2] = 1024;
+  prop->maxGridSize[0] = 2147483647;  // INT32_MAX, then UINT16_MAX + 1 (ROCclr)
+  prop->maxGridSize[1] = prop->maxGridSize[2] = 65536;
+  prop->clockRate = 1700000;  // kHz
+  prop->memoryClockRate = 1600000;
+  prop->memoryBusWidth = 4096;
+  prop->totalConstMem = 2147483647;
+  prop->major = 9;
+  prop->minor = 0;
   prop->multiProcessorCount = 104;
+  prop->l2CacheSize = 8 * 1024 * 1024;
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->clockInstructionRate = 100000;
+  prop->concurrentKernels = 1;
   prop->pciDomainID = 0;
   prop->pciBusID = 0x10 + d.physical;
   prop->pciDeviceID = 0;
-  prop->gcnArch = 910;
+  prop->maxSharedMemoryPerMultiProcessor = 64 * 1024;
+  prop->isMultiGpuBoard = 1;
+  prop->canMapHostMemory = 1;
+  prop->gcnArch = 910;  // major * 100 + minor * 10 + stepping
   std::snprintf(prop->gcnArchName, sizeof prop->gcnArchName, "gfx90a:sramecc+:xnack-");
-  prop->warpSize = 64;
+  prop->integrated = 0;
+  prop->cooperativeLaunch = 1;
+  prop->cooperativeMultiDeviceLaunch = 1;
+  prop->memPitch = 2147483647;
+  prop->ECCEnabled = 1;
+  prop->isLargeBar = 1;
+  prop->asicRevision = 1;
+  prop->managedMemory = 1;
+  prop->directManagedMemAccessFromHost = 0;
+  prop->concurrentManagedAccess = 1;
+  prop->pageableMemoryAccess = 0;
+}
+
+// ROCclr's numAsyncQueues_ (kMaxAsyncQueues: one per pipe), which HIP 6
+// reports as asyncEngineCount.
+constexpr int kAsyncEngines = 8;
+
+}  // namespace
+
+FAKE_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device) {
+  if (prop == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  fill_properties(prop, device);
+  return hipSuccess;
+}
+
+// The attributes ROCclr's hipDeviceGetAttribute answers for these (from the
+// properties, as it does); any other is hipErrorInvalidValue, as there.
+FAKE_EXPORT hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int device) {
+  if (pi == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (device < 0 || device >= device_count()) return hipErrorInvalidDevice;
+  hipDeviceProp_t p;
+  fill_properties(&p, device);
+  switch (attr) {
+    case hipDeviceAttributeMaxThreadsPerBlock:
+      *pi = p.maxThreadsPerBlock;
+      break;
+    case hipDeviceAttributeMaxBlockDimX:
+      *pi = p.maxThreadsDim[0];
+      break;
+    case hipDeviceAttributeMaxBlockDimY:
+      *pi = p.maxThreadsDim[1];
+      break;
+    case hipDeviceAttributeMaxBlockDimZ:
+      *pi = p.maxThreadsDim[2];
+      break;
+    case hipDeviceAttributeMaxGridDimX:
+      *pi = p.maxGridSize[0];
+      break;
+    case hipDeviceAttributeMaxGridDimY:
+      *pi = p.maxGridSize[1];
+      break;
+    case hipDeviceAttributeMaxGridDimZ:
+      *pi = p.maxGridSize[2];
+      break;
+    case hipDeviceAttributeMaxSharedMemoryPerBlock:
+      *pi = static_cast<int>(p.sharedMemPerBlock);
+      break;
+    case hipDeviceAttributeWarpSize:
+      *pi = p.warpSize;
+      break;
+    case hipDeviceAttributeClockRate:
+      *pi = p.clockRate;
+      break;
+    case hipDeviceAttributeMemoryClockRate:
+      *pi = p.memoryClockRate;
+      break;
+    case hipDeviceAttributeMemoryBusWidth:
+      *pi = p.memoryBusWidth;
+      break;
+    case hipDeviceAttributeMultiprocessorCount:
+      *pi = p.multiProcessorCount;
+      break;
+    case hipDeviceAttributeL2CacheSize:
+      *pi = p.l2CacheSize;
+      break;
+    case hipDeviceAttributeMaxThreadsPerMultiProcessor:
+      *pi = p.maxThreadsPerMultiProcessor;
+      break;
+    case hipDeviceAttributeComputeCapabilityMajor:
+      *pi = p.major;
+      break;
+    case hipDeviceAttributeComputeCapabilityMinor:
+      *pi = p.minor;
+      break;
+    case hipDeviceAttributeConcurrentKernels:
+      *pi = p.concurrentKernels;
+      break;
+    case hipDeviceAttributeIntegrated:
+      *pi = p.integrated;
+      break;
+    case hipDeviceAttributeEccEnabled:
+      *pi = p.ECCEnabled;
+      break;
+    case hipDeviceAttributeManagedMemory:
+      *pi = p.managedMemory;
+      break;
+    case hipDeviceAttributeUnifiedAddressing:
+      *pi = 1;  // "HIP runtime always uses SVM for host memory allocations"
+      break;
+    case hipDeviceAttributeCanMapHostMemory:
+      *pi = p.canMapHostMemory;
+      break;
+    case hipDeviceAttributePciBusId:
+      *pi = p.pciBusID;
+      break;
+    case hipDeviceAttributePciDeviceId:
+      *pi = p.pciDeviceID;
+      break;
+#ifndef FAKE_HIP_5_2_EXPORTS
+    case hipDeviceAttributeAsyncEngineCount:  // HIP 6.0 (hipDeviceProp_tR0600)
+      *pi = kAsyncEngines;
+      break;
+#endif
+    default:
+      return hipErrorInvalidValue;
+  }
   return hipSuccess;
 }
 
@@ -606,7 +835,7 @@ FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event,
     std::lock_guard lock(event->m);
     rec = event->rec;
   }
-  if (rec) s->push([rec] { rec->wait(); });
+  if (rec) submit(s, [rec] { rec->wait(); });
   return hipSuccess;
 }
 
@@ -618,7 +847,7 @@ FAKE_EXPORT hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, voi
   if (fn == nullptr) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
-  s->push([fn, user_data] { fn(user_data); });
+  submit(s, [fn, user_data] { fn(user_data); });
   return hipSuccess;
 }
 #endif
@@ -629,7 +858,7 @@ FAKE_EXPORT hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallbac
   if (callback == nullptr || flags != 0) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
-  s->push([stream, callback, user_data] { callback(stream, hipSuccess, user_data); });
+  submit(s, [stream, callback, user_data] { callback(stream, hipSuccess, user_data); });
   return hipSuccess;
 }
 
@@ -672,7 +901,7 @@ FAKE_EXPORT hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
     std::lock_guard lock(event->m);
     event->rec = rec;
   }
-  s->push(nullptr, rec);
+  submit(s, nullptr, rec);
   return hipSuccess;
 }
 
@@ -772,7 +1001,7 @@ FAKE_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, 
   if (src_dev && !is_device_range(src, bytes)) return hipErrorInvalidValue;
   if (!dst_dev && is_device_pointer(dst)) return hipErrorInvalidValue;
   if (!src_dev && is_device_pointer(src)) return hipErrorInvalidValue;
-  s->push([dst, src, bytes] { std::memmove(dst, src, bytes); });
+  submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   return hipSuccess;
 }
 
@@ -782,7 +1011,7 @@ FAKE_EXPORT hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStr
   if (s == nullptr) return hipErrorInvalidHandle;
   if (bytes == 0) return hipSuccess;
   if (!is_device_range(dst, bytes)) return hipErrorInvalidValue;
-  s->push([dst, value, bytes] { std::memset(dst, value, bytes); });
+  submit(s, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return hipSuccess;
 }
 
@@ -794,4 +1023,189 @@ FAKE_EXPORT hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   *free_bytes = d.total - d.used;
   *total_bytes = d.total;
   return hipSuccess;
+}
+
+// --- page-locked host memory ----------------------------------------------------
+
+namespace {
+
+// Whether [p, p + n) overlaps a range of `ranges` (base -> bytes).
+bool overlaps(const std::map<uintptr_t, size_t>& ranges, uintptr_t p, size_t n) {
+  auto it = ranges.upper_bound(p);
+  if (it != ranges.begin()) {
+    auto prev = std::prev(it);
+    if (p - prev->first < prev->second) return true;
+  }
+  return it != ranges.end() && it->first - p < n;
+}
+
+}  // namespace
+
+// hipHostMalloc's flags (HIP 5.2 and 6 alike); Coherent and NonCoherent
+// together are refused. Size 0 gives NULL and success.
+FAKE_EXPORT hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
+  if (ptr == nullptr) return hipErrorInvalidValue;
+  constexpr unsigned kKnown = hipHostMallocPortable | hipHostMallocMapped |
+                              hipHostMallocWriteCombined | hipHostMallocNumaUser |
+                              hipHostMallocCoherent | hipHostMallocNonCoherent;
+  if ((flags & ~kKnown) != 0 ||
+      ((flags & hipHostMallocCoherent) && (flags & hipHostMallocNonCoherent)))
+    return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  *ptr = nullptr;
+  if (size == 0) return hipSuccess;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (size > s.host_total - s.host_used) return hipErrorOutOfMemory;
+  void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  if (p == nullptr) return hipErrorOutOfMemory;
+  s.host_used += size;
+  s.host_allocs[reinterpret_cast<uintptr_t>(p)] = size;
+  *ptr = p;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipHostFree(void* ptr) {
+  FAKE_BEGIN();
+  if (ptr == nullptr) return hipSuccess;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.host_allocs.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.host_allocs.end()) return hipErrorInvalidValue;
+  s.host_used -= it->second;
+  s.host_allocs.erase(it);
+  std::free(ptr);
+  return hipSuccess;
+}
+
+// Flags hipHostRegisterDefault/Portable/Mapped/IoMemory (and ReadOnly,
+// 0x8, in later headers). Memory already page-locked (registered or from
+// hipHostMalloc) is hipErrorHostMemoryAlreadyRegistered; device memory is
+// no host memory.
+FAKE_EXPORT hipError_t hipHostRegister(void* host_ptr, size_t bytes, unsigned int flags) {
+  if (host_ptr == nullptr || bytes == 0 || (flags & ~0xFu) != 0) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  const auto p = reinterpret_cast<uintptr_t>(host_ptr);
+  if (find_range(host_ptr, 1) != nullptr) return hipErrorInvalidValue;
+  if (overlaps(s.registered, p, bytes) || overlaps(s.host_allocs, p, bytes))
+    return hipErrorHostMemoryAlreadyRegistered;
+  s.registered[p] = bytes;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipHostUnregister(void* host_ptr) {
+  if (host_ptr == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.registered.erase(reinterpret_cast<uintptr_t>(host_ptr)) == 0)
+    return hipErrorHostMemoryNotRegistered;
+  return hipSuccess;
+}
+
+// --- peer access and copies --------------------------------------------------------
+
+namespace {
+
+// hipDeviceCanAccessPeer's answer; caller holds state().mu.
+hipError_t can_access_locked(int* can, int device, int peer) {
+  State& s = state();
+  const int n = static_cast<int>(s.devices.size());
+  if (device < 0 || peer < 0 || device >= n || peer >= n) return hipErrorInvalidDevice;
+  *can = device != peer && s.peer_links ? 1 : 0;
+  return hipSuccess;
+}
+
+}  // namespace
+
+FAKE_EXPORT hipError_t hipDeviceCanAccessPeer(int* can_access, int device, int peer) {
+  if (can_access == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  std::lock_guard lock(state().mu);
+  return can_access_locked(can_access, device, peer);
+}
+
+// For the current device, as HIP does: flags must be 0; a pair without a
+// link is hipErrorInvalidDevice; a repeat hipErrorPeerAccessAlreadyEnabled.
+FAKE_EXPORT hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  FAKE_BEGIN();
+  if (flags != 0) return hipErrorInvalidValue;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  int can = 0;
+  if (can_access_locked(&can, t_device, peer) != hipSuccess || can == 0)
+    return hipErrorInvalidDevice;
+  if (!s.peer_enabled.insert({t_device, peer}).second) return hipErrorPeerAccessAlreadyEnabled;
+  return hipSuccess;
+}
+
+FAKE_EXPORT hipError_t hipDeviceDisablePeerAccess(int peer) {
+  FAKE_BEGIN();
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  int can = 0;
+  if (can_access_locked(&can, t_device, peer) != hipSuccess || can == 0)
+    return hipErrorInvalidDevice;
+  if (s.peer_enabled.erase({t_device, peer}) == 0) return hipErrorPeerAccessNotEnabled;
+  return hipSuccess;
+}
+
+// In stream order, enabled or not (HIP stages copies between devices
+// without access). Each side must lie in memory of the device named for it.
+FAKE_EXPORT hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* src,
+                                          int src_device, size_t bytes, hipStream_t stream) {
+  FAKE_BEGIN();
+  const int n = device_count();
+  if (dst_device < 0 || src_device < 0 || dst_device >= n || src_device >= n)
+    return hipErrorInvalidDevice;
+  ihipStream_t* s = resolve(stream);
+  if (s == nullptr) return hipErrorInvalidHandle;
+  if (bytes == 0) return hipSuccess;
+  {
+    std::lock_guard lock(state().mu);
+    const Alloc* d = find_range(dst, bytes);
+    const Alloc* r = find_range(src, bytes);
+    if (d == nullptr || r == nullptr || d->device != dst_device || r->device != src_device)
+      return hipErrorInvalidValue;
+  }
+  submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  return hipSuccess;
+}
+
+#ifndef FAKE_HIP_5_2_EXPORTS
+// HIP 5.6 and later (not declared by 5.2's header, so declared by its
+// definition here): the device of a stream; the null stream's is the
+// current device.
+FAKE_EXPORT hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device) {
+  if (device == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+  if (stream == nullptr || stream == hipStreamPerThread) {
+    *device = t_device;
+    return hipSuccess;
+  }
+  std::lock_guard lock(state().mu);
+  auto it = state().streams.find(stream);
+  if (it == state().streams.end()) return hipErrorContextIsDestroyed;
+  *device = it->second->device;
+  return hipSuccess;
+}
+#endif
+
+// --- test hooks -----------------------------------------------------------------
+
+FAKE_EXPORT int fake_hip_live_streams(void) {
+  std::lock_guard lock(state().mu);
+  return static_cast<int>(state().streams.size());
+}
+
+FAKE_EXPORT int fake_hip_host_allocations(void) {
+  std::lock_guard lock(state().mu);
+  return static_cast<int>(state().host_allocs.size());
+}
+
+FAKE_EXPORT int fake_hip_registered_ranges(void) {
+  std::lock_guard lock(state().mu);
+  return static_cast<int>(state().registered.size());
 }
