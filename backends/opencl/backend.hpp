@@ -81,6 +81,13 @@ struct Device {
   bool priority_hints = false;   // cl_khr_priority_hints
   bool amd_free_memory = false;  // cl_amd_device_attribute_query
   int version_major = 1;         // from CL_DEVICE_VERSION "OpenCL X.Y ..."
+  int version_minor = 0;
+  bool fp64 = false;  // cl_khr_fp64 or a non-zero CL_DEVICE_DOUBLE_FP_CONFIG
+  bool fp16 = false;  // cl_khr_fp16 or a non-zero CL_DEVICE_HALF_FP_CONFIG
+  // Host functions hold back later work with a user event on the device
+  // (true) or with the host-side gate (false: PoCL's basic device, whose
+  // clSetUserEventStatus hangs when a command waits on the user event).
+  bool device_gates = true;
   uint8_t uuid[16] = {};
   bool has_uuid = false;   // cl_khr_device_uuid
   std::string pci_bus_id;  // cl_khr_pci_bus_info, "" when unknown
@@ -89,7 +96,8 @@ struct Device {
   std::mutex mu;
   cl_context context = nullptr;
   Stream* default_stream = nullptr;
-  std::vector<Stream*> streams;  // every live stream, the default included
+  std::vector<Stream*> streams;        // every live stream state, the default included
+  cl_command_queue staging = nullptr;  // the plugin's own queue for staged peer copies
 
   // Guarded by the allocation registry's lock (memory.cpp).
   size_t bytes_allocated = 0;
@@ -117,16 +125,27 @@ void advertise_stream_priorities() noexcept;
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 // The device's context, created on first use (thread-safe).
 accel_status_t device_context(Device* dev, cl_context* ctx);
+// The plugin's own in-order queue on the device (peer-copy staging), made on
+// first use in the device's context; never one of a stream's queues.
+accel_status_t staging_queue(Device* dev, cl_command_queue* q);
 
 // ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
 //
-// Host functions hold back later work of their stream on the host side: an
+// A host function holds back later work of its stream until it has run. On
+// most devices that happens on the device: a barrier waits on a user event
+// the worker completes after the function (Device::device_gates), so work a
+// program enqueues itself on the stream's queue waits as well. PoCL's
+// `basic` device hangs in clSetUserEventStatus when a command waits on the
+// user event (and it executes commands synchronously inside the enqueue
+// call); there the stream is held back on the host side instead: an
 // operation queued while a host function (or a wait on a not yet submitted
 // event record) is pending is kept in the stream's deferred list and
-// submitted when the gate opens. OpenCL user events would do this on the
-// device side, but PoCL's `basic` device hangs in clSetUserEventStatus when
-// a command waits on the user event, and it executes commands synchronously
-// inside the enqueue call.
+// submitted when the gate opens.
+//
+// Several accel streams may share one cl_command_queue (stream_from_native
+// of a queue accel already has a stream for): the extra ones are thin
+// wrappers (Stream::target) and every operation works on the one state that
+// owns the queue, so they share one order, one gate and one latest command.
 
 // One record of an event: the marker enqueued for it once submitted.
 struct Record {
@@ -139,6 +158,7 @@ struct Record {
   // (completion is final; polling a finished event is the common case).
   std::atomic<bool> complete{false};
   std::vector<Stream*> waiters;  // streams held back until it is submitted (one ref each)
+  bool profiling = true;         // its queue has CL_QUEUE_PROFILING_ENABLE
   ~Record() {
     if (ev) clReleaseEvent(ev);
   }
@@ -153,14 +173,30 @@ struct Op {
   std::shared_ptr<Record> rec;
   accel_host_fn fn = nullptr;
   void* user_data = nullptr;
+  // HostFn of the plugin's own steps: called instead of fn, with user_data,
+  // when earlier work failed and fn is skipped (frees what fn would have).
+  accel_host_fn discard = nullptr;
 };
 
 struct Stream {
   Device* dev = nullptr;
-  cl_command_queue queue = nullptr;
+  // A wrapper made by stream_from_native for a queue another live stream
+  // already runs: every operation goes to `target` (one reference held) and
+  // none of the members below is used. release_queue: the wrapper was given
+  // ownership (ACCEL_NATIVE_TAKE_OWNERSHIP) of one reference of the queue,
+  // released when the wrapper is destroyed.
+  Stream* target = nullptr;
+  bool release_queue = false;
+
+  cl_command_queue queue = nullptr;  // one reference owned (released with the state)
+  cl_context context = nullptr;      // the queue's context (the device's)
   int32_t priority = 0;
   bool is_default = false;
-  std::atomic<int> refs{1};  // the handle, plus pending host functions and waits
+  bool profiling = true;  // CL_QUEUE_PROFILING_ENABLE (a program's queue may lack it)
+  // The program has the queue (stream_native_handle, stream_from_native):
+  // it may enqueue on it directly, so stream_query cannot trust `last`.
+  std::atomic<bool> exported{false};
+  std::atomic<int> refs{1};  // the handle, plus pending host functions, waits, wrappers
 
   std::mutex mu;                 // guards everything below; orders enqueues
   std::condition_variable idle;  // signalled when no longer blocked with no deferred ops
@@ -178,6 +214,12 @@ struct Event {
   std::mutex mu;
   std::shared_ptr<Record> rec;  // the latest record, or null
 };
+
+// The stream state an accel stream handle works on (the target of a wrapper).
+inline Stream* stream_of(accel_plugin_stream_t s) {
+  auto* st = static_cast<Stream*>(s);
+  return st->target ? st->target : st;
+}
 
 // streams.cpp
 // Queues `op`: submitted at once when the stream is not held back (the
@@ -200,8 +242,14 @@ accel_status_t stream_finish(Stream* s);
 
 // hostfn.cpp
 // Submits a host function: a marker whose completion hands fn to a worker,
-// which runs it and calls stream_resume. Sets s->blocked. Caller holds s->mu.
+// which runs it and then opens the gate: completes the user event a barrier
+// after the marker waits on (device gates), or calls stream_resume (sets
+// s->blocked: host gate). Caller holds s->mu.
 accel_status_t hostfn_submit(Stream* s, const Op& op);
+// Queues one of the plugin's own host-side steps (a cross-device wait, a
+// staged peer copy) as a host function of `s`: fn(data) runs in stream
+// order on a worker; discard(data) instead when earlier work failed.
+accel_status_t stream_step(Stream* s, accel_host_fn fn, accel_host_fn discard, void* data);
 
 // events.cpp
 // Waits for `ev` to complete, even where clWaitForEvents returns early.
@@ -226,7 +274,9 @@ ACCEL_BACKEND_DECLARE_OP(get_device_properties)
 ACCEL_BACKEND_NO_OP(get_current_device)
 ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
-ACCEL_BACKEND_NO_INTEROP_OPS
+// The ABI 1.1 groups: native handles (streams.cpp, events.cpp, devices.cpp),
+// host memory and peer copies (memory.cpp, devices.cpp), attributes
+// (devices.cpp).
+ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::opencl

@@ -1,6 +1,8 @@
 // Devices: what a listed device is (info queries at count time), the device
 // lookup, the lazily created per-device contexts, lazy_init, properties and
-// device_synchronize.
+// device_synchronize; ABI 1.1: the device's native handle, peer access (none:
+// every device has its own context) and attributes from clGetDeviceInfo.
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
 #include "backend.hpp"
 
 #include <algorithm>
@@ -50,8 +52,24 @@ void describe(Device* dev) {
   dev->max_alloc = device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 0);
   dev->compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS, 0);
   int major = 1, minor = 0;
-  if (std::sscanf(dev->version.c_str(), "OpenCL %d.%d", &major, &minor) == 2)
+  if (std::sscanf(dev->version.c_str(), "OpenCL %d.%d", &major, &minor) == 2) {
     dev->version_major = major;
+    dev->version_minor = minor;
+  }
+  // Double precision: the extension (1.x, 2.x) or, from 3.0 where fp64 is an
+  // optional feature, a non-empty CL_DEVICE_DOUBLE_FP_CONFIG. Half: the same
+  // with cl_khr_fp16 and CL_DEVICE_HALF_FP_CONFIG.
+  dev->fp64 = dev->has_extension("cl_khr_fp64") ||
+              device_value<cl_device_fp_config>(d, CL_DEVICE_DOUBLE_FP_CONFIG, 0) != 0;
+  dev->fp16 = dev->has_extension("cl_khr_fp16") ||
+              device_value<cl_device_fp_config>(d, CL_DEVICE_HALF_FP_CONFIG, 0) != 0;
+  // PoCL's `basic` CPU driver (named `cpu-minimal` from PoCL 5) hangs in
+  // clSetUserEventStatus when a command waits on the user event: its host
+  // functions use the host-side gate.
+  const std::string platform = platform_string(dev->platform, CL_PLATFORM_NAME);
+  if (platform == "Portable Computing Language" &&
+      (dev->name.rfind("basic", 0) == 0 || dev->name.rfind("cpu-minimal", 0) == 0))
+    dev->device_gates = false;
   // SVM is a 2.0 feature (optional again in 3.0); a 1.x device rejects the
   // query, which reads as "no SVM".
   dev->svm = dev->version_major >= 2
@@ -109,6 +127,28 @@ accel_status_t device_context(Device* dev, cl_context* ctx) {
     accel::plugin::log(ACCEL_LOG_DEBUG, "created the context of %s", dev->label().c_str());
   }
   *ctx = dev->context;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t staging_queue(Device* dev, cl_command_queue* q) {
+  cl_context ctx = nullptr;
+  if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
+  std::lock_guard<std::mutex> lock(dev->mu);
+  if (!dev->staging) {
+    cl_int err = CL_SUCCESS;
+    cl_command_queue made = nullptr;
+    if (dev->version_major >= 2) {
+      made = clCreateCommandQueueWithProperties(ctx, dev->id, nullptr, &err);
+      if (!made || err != CL_SUCCESS)
+        return vendor_fail("clCreateCommandQueueWithProperties (peer-copy staging)", err);
+    } else {
+      made = clCreateCommandQueue(ctx, dev->id, 0, &err);
+      if (!made || err != CL_SUCCESS)
+        return vendor_fail("clCreateCommandQueue (peer-copy staging)", err);
+    }
+    dev->staging = made;
+  }
+  *q = dev->staging;
   return ACCEL_SUCCESS;
 }
 
@@ -173,6 +213,257 @@ accel_status_t op_device_synchronize(int32_t device) {
       stream_unref(s);
     }
     return result;
+  });
+}
+
+// ---------------------------------------------------------------------------
+// ABI 1.1: the device's native handle, peer access, attributes, capability.
+// ---------------------------------------------------------------------------
+
+accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
+  return guarded("device_native_handle", [&]() -> accel_status_t {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    // The context every stream, event and allocation of the device lives in:
+    // a program creates its own queues for stream_from_native in it.
+    cl_context ctx = nullptr;
+    if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
+    out->type = ACCEL_NATIVE_OPENCL;
+    out->handle = dev->id;
+    out->context = ctx;
+    out->ordinal = -1;  // OpenCL names devices by handle
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Each device has a context of its own, and an SVM pointer of one context
+// means nothing to a queue of another: no device reaches another's memory.
+// Copies between devices still work, staged through the host (memory.cpp).
+accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
+  return guarded("device_can_access_peer", [&]() -> accel_status_t {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    *can_access = 0;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
+  return guarded("device_enable_peer_access", [&]() -> accel_status_t {
+    Device *a, *b;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                "device_enable_peer_access: OpenCL %s cannot access the memory of %s: each "
+                "device has its own cl_context and an SVM allocation is valid only in the "
+                "context that made it (OpenCL has no peer access); copies between the two "
+                "work without it (accel_memcpy_peer_async stages them through host memory)",
+                a->label().c_str(), b->label().c_str());
+  });
+}
+
+namespace {
+
+template <class T>
+accel_status_t info_value(const Device* dev, cl_device_info what, const char* name, T* out) {
+  cl_int err = clGetDeviceInfo(dev->id, what, sizeof *out, out, nullptr);
+  if (err != CL_SUCCESS) return vendor_fail(format("clGetDeviceInfo(%s)", name).c_str(), err);
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t no_attribute(const Device* dev, accel_device_attr_t attr, const char* why) {
+  return fail(ACCEL_ERROR_NOT_SUPPORTED, "device_get_attribute: %s of OpenCL %s: %s",
+              accel_device_attr_name(attr), dev->label().c_str(), why);
+}
+
+// The largest sub-group size: only vendor extensions tell it for a device
+// (OpenCL's own sub-group queries are per kernel).
+accel_status_t warp_size(const Device* dev, accel_device_attr_t attr, int64_t* v) {
+  if (dev->has_extension("cl_nv_device_attribute_query")) {
+    cl_uint n = 0;
+    if (accel_status_t st = info_value(dev, CL_DEVICE_WARP_SIZE_NV, "CL_DEVICE_WARP_SIZE_NV", &n);
+        st != ACCEL_SUCCESS)
+      return st;
+    *v = n;
+    return ACCEL_SUCCESS;
+  }
+  if (dev->has_extension("cl_amd_device_attribute_query")) {
+    cl_uint n = 0;
+    if (accel_status_t st =
+            info_value(dev, CL_DEVICE_WAVEFRONT_WIDTH_AMD, "CL_DEVICE_WAVEFRONT_WIDTH_AMD", &n);
+        st != ACCEL_SUCCESS)
+      return st;
+    *v = n;
+    return ACCEL_SUCCESS;
+  }
+  if (dev->has_extension("cl_intel_required_subgroup_size")) {
+    size_t bytes = 0;
+    cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_SUB_GROUP_SIZES_INTEL, 0, nullptr, &bytes);
+    if (err != CL_SUCCESS)
+      return vendor_fail("clGetDeviceInfo(CL_DEVICE_SUB_GROUP_SIZES_INTEL)", err);
+    std::vector<size_t> sizes(bytes / sizeof(size_t));
+    if (!sizes.empty()) {
+      err = clGetDeviceInfo(dev->id, CL_DEVICE_SUB_GROUP_SIZES_INTEL, bytes, sizes.data(), nullptr);
+      if (err != CL_SUCCESS)
+        return vendor_fail("clGetDeviceInfo(CL_DEVICE_SUB_GROUP_SIZES_INTEL)", err);
+      *v = static_cast<int64_t>(*std::max_element(sizes.begin(), sizes.end()));
+      return ACCEL_SUCCESS;
+    }
+  }
+  return no_attribute(dev, attr,
+                      "OpenCL tells a sub-group size per kernel only; the device has none of "
+                      "cl_nv_device_attribute_query, cl_amd_device_attribute_query, "
+                      "cl_intel_required_subgroup_size");
+}
+
+}  // namespace
+
+// Every value comes from clGetDeviceInfo at the time of the call; what
+// OpenCL has no query for is ACCEL_ERROR_NOT_SUPPORTED (README.md lists both).
+accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
+  return guarded("device_get_attribute", [&]() -> accel_status_t {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    int64_t v = 0;
+    accel_status_t st = ACCEL_SUCCESS;
+    switch (static_cast<int>(attr)) {
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR:  // CL_DEVICE_VERSION "OpenCL X.Y"
+        v = dev->version_major;
+        break;
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR:
+        v = dev->version_minor;
+        break;
+      case ACCEL_DEVICE_ATTR_WARP_SIZE:
+        st = warp_size(dev, attr, &v);
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: {
+        size_t n = 0;
+        st = info_value(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, "CL_DEVICE_MAX_WORK_GROUP_SIZE", &n);
+        v = static_cast<int64_t>(n);
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X:
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y:
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z: {
+        const cl_uint dim = static_cast<cl_uint>(attr - ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X);
+        cl_uint dims = 0;
+        st = info_value(dev, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS,
+                        "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS", &dims);
+        if (st != ACCEL_SUCCESS) break;
+        if (dim >= dims)
+          return no_attribute(dev, attr, "the device has fewer work-item dimensions");
+        std::vector<size_t> sizes(dims);
+        cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t),
+                                     sizes.data(), nullptr);
+        if (err != CL_SUCCESS)
+          return vendor_fail("clGetDeviceInfo(CL_DEVICE_MAX_WORK_ITEM_SIZES)", err);
+        v = static_cast<int64_t>(sizes[dim]);
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X:
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y:
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z:
+        return no_attribute(dev, attr,
+                            "OpenCL bounds an NDRange only by size_t, not by a number of "
+                            "work-groups");
+      case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK: {
+        cl_device_local_mem_type type = CL_NONE;
+        st = info_value(dev, CL_DEVICE_LOCAL_MEM_TYPE, "CL_DEVICE_LOCAL_MEM_TYPE", &type);
+        if (st != ACCEL_SUCCESS) break;
+        cl_ulong n = 0;
+        if (type != CL_NONE)
+          st = info_value(dev, CL_DEVICE_LOCAL_MEM_SIZE, "CL_DEVICE_LOCAL_MEM_SIZE", &n);
+        v = static_cast<int64_t>(n);  // no local memory (CL_NONE): 0 bytes
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT: {
+        cl_uint n = 0;
+        st = info_value(dev, CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS", &n);
+        v = n;
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_CLOCK_RATE_KHZ: {
+        cl_uint mhz = 0;
+        st = info_value(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY, "CL_DEVICE_MAX_CLOCK_FREQUENCY", &mhz);
+        if (st != ACCEL_SUCCESS) break;
+        if (mhz == 0)
+          return no_attribute(dev, attr, "CL_DEVICE_MAX_CLOCK_FREQUENCY is 0 (unknown)");
+        v = static_cast<int64_t>(mhz) * 1000;
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH:
+        return no_attribute(dev, attr, "OpenCL has no query for the memory bus width");
+      case ACCEL_DEVICE_ATTR_L2_CACHE_SIZE: {
+        cl_device_mem_cache_type type = CL_NONE;
+        st = info_value(dev, CL_DEVICE_GLOBAL_MEM_CACHE_TYPE, "CL_DEVICE_GLOBAL_MEM_CACHE_TYPE",
+                        &type);
+        if (st != ACCEL_SUCCESS) break;
+        cl_ulong n = 0;
+        if (type != CL_NONE)
+          st = info_value(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, "CL_DEVICE_GLOBAL_MEM_CACHE_SIZE",
+                          &n);
+        v = static_cast<int64_t>(n);  // no global memory cache: 0 bytes
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE: {
+        cl_ulong n = 0;
+        st = info_value(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", &n);
+        v = static_cast<int64_t>(n);
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_INTEGRATED: {
+        cl_bool b = CL_FALSE;  // deprecated in 2.0, still answered by 3.0 drivers
+        st = info_value(dev, CL_DEVICE_HOST_UNIFIED_MEMORY, "CL_DEVICE_HOST_UNIFIED_MEMORY", &b);
+        v = b ? 1 : 0;
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING:
+        // accel's device pointers are SVM: one address on host and device.
+        v = (dev->svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) ? 1 : 0;
+        break;
+      case ACCEL_DEVICE_ATTR_MANAGED_MEMORY:
+        // Memory host and device share without map/unmap.
+        v = (dev->svm & (CL_DEVICE_SVM_FINE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_SYSTEM)) ? 1
+                                                                                             : 0;
+        break;
+      case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS:
+        return no_attribute(dev, attr,
+                            "OpenCL has no query for whether kernels of different queues run "
+                            "at once");
+      case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT:
+        return no_attribute(dev, attr, "OpenCL has no query for copy engines");
+      case ACCEL_DEVICE_ATTR_ECC_ENABLED: {
+        cl_bool b = CL_FALSE;
+        st = info_value(dev, CL_DEVICE_ERROR_CORRECTION_SUPPORT,
+                        "CL_DEVICE_ERROR_CORRECTION_SUPPORT", &b);
+        v = b ? 1 : 0;
+        break;
+      }
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING:
+        return no_attribute(dev, attr, "an OpenCL version has no stepping");
+      default:
+        return no_attribute(dev, attr, "the opencl backend does not know this attribute");
+    }
+    if (st != ACCEL_SUCCESS) return st;
+    *value = v;
+    return ACCEL_SUCCESS;
+  });
+}
+
+// Without double precision no float64/complex128 tensor; without half no
+// float16/complex32 (describe() reads both).
+accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
+  return guarded("get_device_capability", [&]() -> accel_status_t {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    if (!dev->fp64)
+      capability->supported_dtypes &=
+          ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT64) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX128));
+    if (!dev->fp16)
+      capability->supported_dtypes &=
+          ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT16) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX32));
+    return ACCEL_SUCCESS;
   });
 }
 

@@ -1,7 +1,9 @@
 // Events. A record is a marker: on an in-order queue it completes when all
-// earlier work has, and its CL_PROFILING_COMMAND_END is the timestamp. While
-// the stream is held back by a host function the record waits, unsubmitted,
-// in the stream's deferred list: the event then reads as not ready.
+// earlier work has (the program's own commands on the queue included), and
+// its CL_PROFILING_COMMAND_END is the timestamp. While a stream with the
+// host-side gate (PoCL's basic device) is held back by a host function, the
+// record waits, unsubmitted, in the stream's deferred list: the event then
+// reads as not ready, and it has no cl_event yet.
 //
 // Also the cl_event helpers streams use: execution status and waiting.
 #include "backend.hpp"
@@ -99,7 +101,7 @@ accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t
       old = e->rec;
       e->rec = rec;
     }
-    accel_status_t st = stream_enqueue(static_cast<Stream*>(stream), std::move(op));
+    accel_status_t st = stream_enqueue(stream_of(stream), std::move(op));
     if (st != ACCEL_SUCCESS) {
       std::lock_guard<std::mutex> lock(e->mu);
       if (e->rec == rec) e->rec = old;  // a failed record changes nothing
@@ -158,6 +160,14 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
     if (!ra || !rb)
       return fail(ACCEL_ERROR_EVENT_NOT_RECORDED, "elapsed_time: the %s event was never recorded",
                   !ra ? "start" : "end");
+    for (const auto& r : {ra, rb}) {
+      std::lock_guard<std::mutex> lock(r->mu);
+      if (r->submitted && !r->profiling)
+        return fail(ACCEL_ERROR_EVENT_NO_TIMING,
+                    "elapsed_time: the %s event was recorded on a stream made from a "
+                    "cl_command_queue without CL_QUEUE_PROFILING_ENABLE, which has no timestamps",
+                    r == ra ? "start" : "end");
+    }
     cl_event a = nullptr, b = nullptr;
     accel_status_t st = submitted_event(ra, &a);
     if (st == ACCEL_SUCCESS) st = submitted_event(rb, &b);
@@ -179,6 +189,31 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
       return vendor_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
     double ns = t1 >= t0 ? static_cast<double>(t1 - t0) : -static_cast<double>(t0 - t1);
     *ms = static_cast<float>(ns / 1e6);
+    return ACCEL_SUCCESS;
+  });
+}
+
+// The cl_event of the latest record (the marker), NULL before the first.
+// A record held back behind a host function (host-side gate) has no marker
+// yet: wait until it is submitted, as event_synchronize does.
+accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
+  return guarded("event_native_handle", [&]() -> accel_status_t {
+    Event* e = as_event(event);
+    std::shared_ptr<Record> rec = current(e);
+    cl_event ev = nullptr;
+    if (rec) {
+      std::unique_lock<std::mutex> lock(rec->mu);
+      rec->cv.wait(lock, [&] { return rec->submitted; });
+      if (!rec->ev)
+        return vendor_fail("clEnqueueMarkerWithWaitList (the event's record)", rec->error);
+      ev = rec->ev;  // borrowed: the record keeps it until re-recorded or destroyed
+    }
+    cl_context ctx = nullptr;
+    if (accel_status_t st = device_context(e->dev, &ctx); st != ACCEL_SUCCESS) return st;
+    out->type = ACCEL_NATIVE_OPENCL;
+    out->handle = ev;
+    out->context = ctx;
+    out->ordinal = -1;
     return ACCEL_SUCCESS;
   });
 }

@@ -1,16 +1,22 @@
 // Host functions in stream order.
 //
 // Submitting a host function enqueues a marker M (it completes when all
-// earlier work on the stream has) and blocks the stream on the host side:
-// later operations are deferred (see stream.cpp). M's completion callback
-// runs on a driver thread (PoCL: its own, or for the `basic` device the
-// enqueuing thread itself), where blocking or calling OpenCL is undefined, so
-// it only hands the task to a plugin worker thread. The worker runs
-// fn(user_data), then opens the stream's gate, which submits the deferred
-// work. There is a worker per outstanding host function (threads are started
-// at submission, never in the callback), so a function that waits for
-// another stream's host function cannot starve the pool. Idle workers exit
-// after a few seconds.
+// earlier work on the stream has) and closes the stream's gate, one of two
+// ways (Device::device_gates):
+//  - device gate: a barrier B waiting on a user event U follows M on the
+//    queue, so everything enqueued after it, by accel or by the program on
+//    the exported queue, waits on the device until U is completed;
+//  - host gate (PoCL's basic device, where completing a user event that a
+//    command waits on hangs): later operations of accel are deferred on the
+//    host (see streams.cpp).
+// M's completion callback runs on a driver thread (PoCL: its own, or for the
+// `basic` device the enqueuing thread itself), where blocking or calling
+// OpenCL is undefined, so it only hands the task to a plugin worker thread.
+// The worker runs fn(user_data), then opens the gate: completes U, or
+// submits the deferred work. There is a worker per outstanding host function
+// (threads are started at submission, never in the callback), so a function
+// that waits for another stream's host function cannot starve the pool. Idle
+// workers exit after a few seconds.
 #include "backend.hpp"
 
 #include <chrono>
@@ -23,8 +29,10 @@ namespace {
 struct Task {
   accel_host_fn fn = nullptr;
   void* user_data = nullptr;
-  Stream* stream = nullptr;   // holds a reference
-  cl_event marker = nullptr;  // M, owned
+  accel_host_fn discard = nullptr;  // instead of fn when earlier work failed (plugin steps)
+  Stream* stream = nullptr;         // holds a reference
+  cl_event marker = nullptr;        // M, owned
+  cl_event gate = nullptr;          // U of a device gate, owned; null with the host gate
   cl_int marker_status = CL_COMPLETE;
   Task* next = nullptr;  // ready list (intrusive: posting never allocates)
 };
@@ -44,6 +52,16 @@ Executor& executor() {
   return *x;
 }
 
+// Completes a device gate's user event (releasing the caller's reference):
+// the barrier waiting on it, and everything after it on the queue, may run.
+void open_gate(cl_event gate) {
+  cl_int err = clSetUserEventStatus(gate, CL_COMPLETE);
+  if (err != CL_SUCCESS)
+    log_vendor_failure(ACCEL_LOG_ERROR, "clSetUserEventStatus", err,
+                       "(opening a host function's gate; the stream stays blocked)");
+  clReleaseEvent(gate);
+}
+
 void run(Task* t) {
   Stream* s = t->stream;
   if (t->marker_status == CL_COMPLETE) {
@@ -55,6 +73,7 @@ void run(Task* t) {
     }
   } else {
     // Earlier work on the stream failed: skip the function, report it.
+    if (t->discard) t->discard(t->user_data);
     std::string msg = "host function skipped: " +
                       accel::plugin::vendor_failure_message(
                           "earlier work on the stream", cl_error_name(t->marker_status),
@@ -62,7 +81,11 @@ void run(Task* t) {
     std::lock_guard<std::mutex> lock(s->mu);
     stream_defer_error(s, ACCEL_ERROR_BACKEND_FAILURE, msg);
   }
-  stream_resume(s);
+  if (t->gate) {
+    open_gate(t->gate);
+  } else {
+    stream_resume(s);
+  }
   stream_unref(s);
   clReleaseEvent(t->marker);
   delete t;
@@ -142,40 +165,78 @@ void CL_CALLBACK on_marker(cl_event, cl_int status, void* data) {
 accel_status_t hostfn_submit(Stream* s, const Op& op) {
   accel_status_t st = reserve();
   if (st != ACCEL_SUCCESS) return st;
-  cl_event marker = nullptr;
-  cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &marker);
-  if (err != CL_SUCCESS) {
-    unreserve();
-    return vendor_fail("clEnqueueMarkerWithWaitList", err);
-  }
-  clRetainEvent(marker);  // one for the stream's latest command, one for the task
-  st = stream_commit(s, marker);
-  Task* t = nullptr;
+  std::unique_ptr<Task> t;
   try {
-    t = new Task();
+    t = std::make_unique<Task>();
   } catch (...) {
-    clReleaseEvent(marker);
     unreserve();
     throw;
   }
+  cl_int err = CL_SUCCESS;
+  cl_event gate = nullptr;
+  if (s->dev->device_gates) {
+    gate = clCreateUserEvent(s->context, &err);
+    if (!gate || err != CL_SUCCESS) {
+      unreserve();
+      return vendor_fail("clCreateUserEvent", err);
+    }
+  }
+  cl_event marker = nullptr;
+  err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &marker);
+  if (err != CL_SUCCESS) {
+    if (gate) open_gate(gate);
+    unreserve();
+    return vendor_fail("clEnqueueMarkerWithWaitList", err);
+  }
+  cl_event latest = marker;  // the stream's latest command: M, or B after it
+  if (gate) {
+    cl_event barrier = nullptr;
+    err = clEnqueueBarrierWithWaitList(s->queue, 1, &gate, &barrier);
+    if (err != CL_SUCCESS) {
+      open_gate(gate);
+      clReleaseEvent(marker);
+      unreserve();
+      return vendor_fail("clEnqueueBarrierWithWaitList (a host function's gate)", err);
+    }
+    latest = barrier;
+  } else {
+    clRetainEvent(marker);  // one for the stream's latest command, one for the task
+  }
+  // A failed flush does not unqueue anything: the task below still runs, so
+  // the failure is reported by the stream's next query or synchronize.
+  if (stream_commit(s, latest) != ACCEL_SUCCESS)
+    stream_defer_error(s, ACCEL_ERROR_BACKEND_FAILURE,
+                       "clFlush failed after queueing a host function (see the log)");
   t->fn = op.fn;
   t->user_data = op.user_data;
+  t->discard = op.discard;
   t->stream = s;
   t->marker = marker;
+  t->gate = gate;
   stream_ref(s);
   // The callback may fire inside this call when the marker is already
   // complete (PoCL's basic device runs commands in the enqueuing thread);
   // it only posts the task, and the worker waits for s->mu, held here.
-  err = clSetEventCallback(marker, CL_COMPLETE, on_marker, t);
+  err = clSetEventCallback(marker, CL_COMPLETE, on_marker, t.get());
   if (err != CL_SUCCESS) {
-    stream_unref(s);  // the caller still holds a reference
+    stream_unref(s);            // the caller still holds a reference
+    if (gate) open_gate(gate);  // nothing will run fn: do not leave the queue blocked
     clReleaseEvent(marker);
-    delete t;
     unreserve();
     return vendor_fail("clSetEventCallback", err);
   }
-  s->blocked = true;
-  return st;
+  t.release();  // the worker owns it now
+  if (!gate) s->blocked = true;
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t stream_step(Stream* s, accel_host_fn fn, accel_host_fn discard, void* data) {
+  Op op;
+  op.kind = Op::HostFn;
+  op.fn = fn;
+  op.discard = discard;
+  op.user_data = data;
+  return stream_enqueue(s, std::move(op));
 }
 
 accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn,
@@ -185,7 +246,7 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
     op.kind = Op::HostFn;
     op.fn = fn;
     op.user_data = user_data;
-    return stream_enqueue(static_cast<Stream*>(stream), std::move(op));
+    return stream_enqueue(stream_of(stream), std::move(op));
   });
 }
 

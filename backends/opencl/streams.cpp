@@ -1,5 +1,6 @@
 // Streams: in-order, profiling-enabled command queues, plus the host-side
-// gate that keeps host functions in stream order (see backend.hpp).
+// gate that keeps host functions in stream order where device gates do not
+// work (see backend.hpp), and streams made from a program's queue.
 //
 // Each stream remembers the cl_event of the latest command enqueued on it
 // (every operation asks OpenCL for its event). The queue is in order, so that
@@ -7,6 +8,13 @@
 // for its execution status and enqueues nothing. Every enqueue is followed by
 // clFlush so work starts without a blocking call and so events can be waited
 // on from other queues (the OpenCL spec requires the flush for that).
+//
+// Native handles: the stream's cl_command_queue is the queue every operation
+// of the stream is enqueued to, in order, so a program may enqueue on it
+// directly (README.md, "Native handles", says exactly what is ordered). Once
+// the queue has been handed out, stream_query no longer trusts the latest
+// command accel knows of: it probes with a marker, which completes only
+// after whatever the program enqueued.
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
 #include "backend.hpp"
 
@@ -17,7 +25,7 @@
 namespace accel::opencl {
 namespace {
 
-Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
+Stream* as_stream(accel_plugin_stream_t s) { return stream_of(s); }
 
 // Creates the queue of a new stream. cl_khr_priority_hints: negative
 // priorities are HIGH, positive LOW, 0 the driver default (MED); without the
@@ -45,6 +53,7 @@ accel_status_t make_stream(Device* dev, int32_t priority, bool is_default, Strea
     s = new Stream();
     s->dev = dev;
     s->queue = q;
+    s->context = ctx;
     s->priority = priority;
     s->is_default = is_default;
     std::lock_guard<std::mutex> lock(dev->mu);
@@ -88,6 +97,7 @@ accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consu
       std::lock_guard<std::mutex> lock(op.rec->mu);
       op.rec->ev = ev;
       op.rec->error = err;
+      op.rec->profiling = s->profiling;
       op.rec->submitted = true;
       wake.insert(wake.end(), op.rec->waiters.begin(), op.rec->waiters.end());
       op.rec->waiters.clear();
@@ -125,8 +135,13 @@ accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consu
 void drain(Stream* s, std::vector<Stream*>& wake) {
   while (!s->blocked && !s->deferred.empty()) {
     bool consumed = true;
-    accel_status_t st = submit(s, s->deferred.front(), wake, &consumed);
-    if (st != ACCEL_SUCCESS) stream_defer_error(s, st, "a deferred operation failed (see the log)");
+    Op& op = s->deferred.front();
+    accel_status_t st = submit(s, op, wake, &consumed);
+    if (st != ACCEL_SUCCESS) {
+      // A plugin step that could not be queued frees what it carries.
+      if (op.kind == Op::HostFn && op.discard) op.discard(op.user_data);
+      stream_defer_error(s, st, "a deferred operation failed (see the log)");
+    }
     if (consumed) s->deferred.pop_front();
   }
   if (!s->blocked && s->deferred.empty()) s->idle.notify_all();
@@ -172,6 +187,61 @@ accel_status_t take_deferred_error(Stream* s) {
   return fail(st, msg);
 }
 
+// How long stream_query of an exported stream waits for its probe marker
+// when everything accel knows of has completed: on an idle queue the marker
+// completes within microseconds; a probe still pending after this means the
+// program's own work is running (or the driver is badly starved) and the
+// answer is NOT_READY.
+constexpr auto kProbeWait = std::chrono::milliseconds(20);
+
+// stream_query once the program has the queue: the latest command accel
+// enqueued says nothing about commands the program enqueued after it, so
+// once that one has completed a marker is enqueued as the stream's latest
+// command (it completes after everything before it, the program's work
+// included) and its status is the answer.
+accel_status_t query_exported(Stream* s) {
+  cl_event ev = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
+    if (s->last && !s->last_complete) {
+      clRetainEvent(s->last);
+      ev = s->last;
+    }
+  }
+  if (ev) {  // accel's own latest command first: no probe while it runs
+    accel_status_t st = event_state(ev, "the stream's latest command");
+    clReleaseEvent(ev);
+    if (st != ACCEL_SUCCESS) return st;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
+    cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
+    if (err != CL_SUCCESS) return vendor_fail("clEnqueueMarkerWithWaitList (stream_query)", err);
+    clRetainEvent(ev);  // one for the stream's latest command, one for here
+    if (accel_status_t st = stream_commit(s, ev); st != ACCEL_SUCCESS) {
+      clReleaseEvent(ev);
+      return st;
+    }
+  }
+  accel_status_t st = event_state(ev, "the stream's latest command");
+  const auto until = std::chrono::steady_clock::now() + kProbeWait;
+  auto nap = std::chrono::microseconds(5);
+  while (st == ACCEL_ERROR_NOT_READY && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(500));
+    st = event_state(ev, "the stream's latest command");
+  }
+  if (st == ACCEL_SUCCESS) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->last == ev) s->last_complete = true;
+  }
+  clReleaseEvent(ev);
+  if (st != ACCEL_SUCCESS) return st;
+  return take_deferred_error(s);
+}
+
 }  // namespace
 
 void stream_ref(Stream* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
@@ -186,6 +256,9 @@ void stream_unref(Stream* s) {
   // Queued work still completes: clReleaseCommandQueue flushes, and the
   // driver keeps the queue until its commands are done.
   if (s->last) clReleaseEvent(s->last);
+  // The state's one reference: the creation's for accel's own queues, the
+  // program's for a queue given with ACCEL_NATIVE_TAKE_OWNERSHIP, the one
+  // stream_from_native took with clRetainCommandQueue otherwise.
   cl_int err = clReleaseCommandQueue(s->queue);
   if (err != CL_SUCCESS)
     log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(destroying a stream)");
@@ -273,7 +346,21 @@ accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_s
 
 accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
   return guarded("stream_destroy", [&]() -> accel_status_t {
-    Stream* s = as_stream(stream);
+    auto* handle = static_cast<Stream*>(stream);
+    if (handle->target) {
+      // A wrapper: the state it shares lives on while others hold it.
+      Stream* t = handle->target;
+      if (handle->release_queue) {
+        cl_int err = clReleaseCommandQueue(t->queue);  // the program's reference
+        if (err != CL_SUCCESS)
+          log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err,
+                             "(destroying a stream that owned its queue)");
+      }
+      delete handle;
+      stream_unref(t);
+      return ACCEL_SUCCESS;
+    }
+    Stream* s = handle;
     if (s->is_default)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "the default stream of %s cannot be destroyed",
                   s->dev->label().c_str());
@@ -315,6 +402,7 @@ accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
 accel_status_t op_stream_query(accel_plugin_stream_t stream) {
   return guarded("stream_query", [&]() -> accel_status_t {
     Stream* s = as_stream(stream);
+    if (s->exported.load(std::memory_order_acquire)) return query_exported(s);
     cl_event ev = nullptr;
     {
       std::lock_guard<std::mutex> lock(s->mu);
@@ -355,6 +443,8 @@ struct CrossDeviceWait {
   std::shared_ptr<Record> rec;
 };
 
+void discard_cross_device_wait(void* p) { delete static_cast<CrossDeviceWait*>(p); }
+
 void cross_device_wait(void* p) {
   std::unique_ptr<CrossDeviceWait> w(static_cast<CrossDeviceWait*>(p));
   cl_event ev = nullptr;
@@ -388,15 +478,150 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
     if (e->dev != s->dev) {
       auto w = std::make_unique<CrossDeviceWait>();
       w->rec = std::move(op.rec);
-      Op step;
-      step.kind = Op::HostFn;
-      step.fn = cross_device_wait;
-      step.user_data = w.get();
-      accel_status_t st = stream_enqueue(s, std::move(step));
+      accel_status_t st = stream_step(s, cross_device_wait, discard_cross_device_wait, w.get());
       if (st == ACCEL_SUCCESS) w.release();  // cross_device_wait owns it now
       return st;
     }
     return stream_enqueue(s, std::move(op));
+  });
+}
+
+}  // namespace accel::opencl
+
+// ---------------------------------------------------------------------------
+// Native handles (ABI 1.1): the stream's cl_command_queue, and streams made
+// from a queue the program created (or got from accel).
+// ---------------------------------------------------------------------------
+
+namespace accel::opencl {
+namespace {
+
+template <class T>
+cl_int queue_info(cl_command_queue q, cl_command_queue_info what, T* out) {
+  return clGetCommandQueueInfo(q, what, sizeof *out, out, nullptr);
+}
+
+accel_status_t refuse_queue(cl_command_queue q, const char* call, cl_int err) {
+  return fail(
+      ACCEL_ERROR_INVALID_ARGUMENT,
+      "stream_from_native: %p is not a command queue OpenCL accepts: %s", q,
+      accel::plugin::vendor_failure_message(call, cl_error_name(err), err, cl_error_text(err))
+          .c_str());
+}
+
+// "device 1 'pthread-...'" for an accel device, else the device's own name.
+std::string describe_device(cl_device_id id) {
+  std::vector<Device*>* devs = nullptr;
+  if (enumerate(devs) == ACCEL_SUCCESS)
+    for (Device* d : *devs)
+      if (d->id == id) return "OpenCL " + d->label();
+  char name[256] = {};
+  clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+  return format("OpenCL device '%s', which accel does not list", name);
+}
+
+}  // namespace
+
+accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_native_handle_t* out) {
+  return guarded("stream_native_handle", [&]() -> accel_status_t {
+    Stream* s = as_stream(stream);
+    // From now on the program may enqueue on the queue itself.
+    s->exported.store(true, std::memory_order_release);
+    out->type = ACCEL_NATIVE_OPENCL;
+    out->handle = s->queue;
+    out->context = s->context;
+    out->ordinal = -1;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
+                                     uint32_t flags, accel_plugin_stream_t* stream) {
+  return guarded("stream_from_native", [&]() -> accel_status_t {
+    Device* dev;
+    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    cl_context ctx = nullptr;
+    if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
+    auto q = static_cast<cl_command_queue>(native->handle);
+    // What OpenCL lets us check: the queue's device, context and properties.
+    cl_device_id qdev = nullptr;
+    if (cl_int err = queue_info(q, CL_QUEUE_DEVICE, &qdev); err != CL_SUCCESS)
+      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_DEVICE)", err);
+    if (qdev != dev->id)
+      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
+                  "stream_from_native: the cl_command_queue belongs to %s (CL_QUEUE_DEVICE), "
+                  "not to OpenCL %s",
+                  describe_device(qdev).c_str(), dev->label().c_str());
+    cl_context qctx = nullptr;
+    if (cl_int err = queue_info(q, CL_QUEUE_CONTEXT, &qctx); err != CL_SUCCESS)
+      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)", err);
+    if (qctx != ctx)
+      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
+                  "stream_from_native: the cl_command_queue's context %p (CL_QUEUE_CONTEXT) is "
+                  "not accel's context %p of OpenCL %s: accel's memory (SVM pointers) and events "
+                  "are valid only there; create the queue in the context "
+                  "accel_device_native_handle gives",
+                  static_cast<void*>(qctx), static_cast<void*>(ctx), dev->label().c_str());
+    cl_command_queue_properties props = 0;
+    if (cl_int err = queue_info(q, CL_QUEUE_PROPERTIES, &props); err != CL_SUCCESS)
+      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)", err);
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "stream_from_native: the cl_command_queue is out of order "
+                  "(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE); an accel stream runs its work in "
+                  "order: create the queue without that property");
+    if (props & CL_QUEUE_ON_DEVICE)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "stream_from_native: the cl_command_queue is a device-side queue "
+                  "(CL_QUEUE_ON_DEVICE); the host cannot enqueue on it");
+    const bool own = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0;
+
+    // A queue accel already runs a stream on (its own, or one wrapped
+    // before): share that stream's state, so both keep one order.
+    std::lock_guard<std::mutex> lock(dev->mu);
+    for (Stream* t : dev->streams) {
+      if (t->queue != q) continue;
+      int r = t->refs.load();
+      while (r > 0 && !t->refs.compare_exchange_weak(r, r + 1)) {
+      }
+      if (r == 0) continue;  // its last reference is being dropped right now
+      Stream* w = nullptr;
+      try {
+        w = new Stream();
+      } catch (...) {
+        t->refs.fetch_sub(1);  // cannot reach 0: the stream is live
+        throw;
+      }
+      w->dev = dev;
+      w->target = t;
+      w->release_queue = own;
+      t->exported.store(true, std::memory_order_release);
+      *stream = w;
+      return ACCEL_SUCCESS;
+    }
+    // A queue of the program's: a stream state of its own. It holds one
+    // reference of the queue: the program's given with ownership, else one
+    // of its own (the program's stays the program's).
+    if (!own) {
+      if (cl_int err = clRetainCommandQueue(q); err != CL_SUCCESS)
+        return vendor_fail("clRetainCommandQueue", err);
+    }
+    Stream* s = nullptr;
+    try {
+      s = new Stream();
+      s->dev = dev;
+      s->queue = q;
+      s->context = ctx;
+      s->profiling = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+      s->exported.store(true, std::memory_order_relaxed);
+      dev->streams.push_back(s);
+    } catch (...) {
+      delete s;
+      if (!own) clReleaseCommandQueue(q);
+      throw;
+    }
+    *stream = s;
+    return ACCEL_SUCCESS;
   });
 }
 

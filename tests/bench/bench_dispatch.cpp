@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -334,6 +335,144 @@ void BM_ocl_direct_event_query(benchmark::State& state) {
   clReleaseEvent(ev);
 }
 BENCHMARK(BM_ocl_direct_event_query);
+
+// ---- copies over accel's opencl backend against OpenCL on the same queues ----
+// Bandwidth-bound: 4 MiB per iteration, waited for each time (synchronize /
+// clFinish), real time (PoCL's threads do the work). The floors enqueue
+// straight on the cl_command_queue behind accel's stream
+// (accel_stream_native_handle), with the same memory, so the ratio is what
+// accel adds to a copy.
+constexpr size_t kCopyBytes = size_t{4} << 20;
+
+// accel over its opencl backend with at least `devices` devices (run.py's
+// second pass); skips otherwise.
+bool need_accel_opencl(benchmark::State& state, int32_t devices) {
+  if (accel_is_available() && std::strcmp(accel_current_accelerator(), "opencl") == 0 &&
+      accel_device_count() >= devices)
+    return true;
+  state.SkipWithError("needs accel over opencl (ACCEL_BACKEND=opencl, PoCL's two CPU devices)");
+  return false;
+}
+
+cl_command_queue native_queue(accel_stream_t s) {
+  accel_native_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  if (accel_stream_native_handle(s, &h) != ACCEL_SUCCESS || h.type != ACCEL_NATIVE_OPENCL)
+    return nullptr;
+  return static_cast<cl_command_queue>(h.handle);
+}
+
+// A stream and device buffer on device 0 and pinned host memory
+// (accel_host_malloc), for both sides of the pinned H2D pair.
+struct PinnedCopy {
+  accel_stream_t s = nullptr;
+  void* host = nullptr;
+  void* dev = nullptr;
+  cl_command_queue q = nullptr;
+  bool ok = false;
+  PinnedCopy() {
+    ok = accel_stream_create(0, 0, &s) == ACCEL_SUCCESS &&
+         accel_host_malloc(kCopyBytes, 0, &host) == ACCEL_SUCCESS &&
+         accel_malloc(0, kCopyBytes, &dev) == ACCEL_SUCCESS && (q = native_queue(s)) != nullptr;
+    if (host != nullptr) std::memset(host, 0x5A, kCopyBytes);
+  }
+  ~PinnedCopy() {
+    if (s != nullptr) accel_stream_synchronize(s);
+    if (dev != nullptr) accel_free(dev);
+    if (host != nullptr) accel_host_free(host);
+    if (s != nullptr) accel_stream_destroy(s);
+  }
+};
+
+void BM_ocl_pinned_h2d(benchmark::State& state) {
+  if (!need_accel_opencl(state, 1)) return;
+  PinnedCopy c;
+  if (!c.ok) {
+    state.SkipWithError("accel_host_malloc / accel_malloc / native handle failed");
+    return;
+  }
+  for (auto _ : state) {
+    accel_memcpy_async(c.dev, c.host, kCopyBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, c.s);
+    accel_stream_synchronize(c.s);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+BENCHMARK(BM_ocl_pinned_h2d)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ocl_direct_pinned_h2d(benchmark::State& state) {
+  if (!need_accel_opencl(state, 1)) return;
+  PinnedCopy c;
+  if (!c.ok) {
+    state.SkipWithError("accel_host_malloc / accel_malloc / native handle failed");
+    return;
+  }
+  for (auto _ : state) {
+    clEnqueueSVMMemcpy(c.q, CL_FALSE, c.dev, c.host, kCopyBytes, 0, nullptr, nullptr);
+    clFinish(c.q);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+BENCHMARK(BM_ocl_direct_pinned_h2d)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Device 0 -> device 1: accel_memcpy_peer_async (staged by the backend: each
+// device has its own context) against the same staging done by hand with a
+// host buffer, on the queues of accel's streams of the two devices.
+struct PeerCopy {
+  accel_stream_t s0 = nullptr, s1 = nullptr;
+  void* src = nullptr;
+  void* dst = nullptr;
+  cl_command_queue q0 = nullptr, q1 = nullptr;
+  std::vector<unsigned char> bounce = std::vector<unsigned char>(kCopyBytes);
+  bool ok = false;
+  PeerCopy() {
+    ok = accel_stream_create(0, 0, &s0) == ACCEL_SUCCESS &&
+         accel_stream_create(1, 0, &s1) == ACCEL_SUCCESS &&
+         accel_malloc(0, kCopyBytes, &src) == ACCEL_SUCCESS &&
+         accel_malloc(1, kCopyBytes, &dst) == ACCEL_SUCCESS &&
+         accel_memset_async(src, 0x33, kCopyBytes, s0) == ACCEL_SUCCESS &&
+         accel_stream_synchronize(s0) == ACCEL_SUCCESS && (q0 = native_queue(s0)) != nullptr &&
+         (q1 = native_queue(s1)) != nullptr;
+  }
+  ~PeerCopy() {
+    if (s0 != nullptr) accel_stream_synchronize(s0);
+    if (s1 != nullptr) accel_stream_synchronize(s1);
+    if (src != nullptr) accel_free(src);
+    if (dst != nullptr) accel_free(dst);
+    if (s0 != nullptr) accel_stream_destroy(s0);
+    if (s1 != nullptr) accel_stream_destroy(s1);
+  }
+};
+
+void BM_ocl_peer_copy(benchmark::State& state) {
+  if (!need_accel_opencl(state, 2)) return;
+  PeerCopy c;
+  if (!c.ok) {
+    state.SkipWithError("accel streams / accel_malloc on two devices failed");
+    return;
+  }
+  for (auto _ : state) {
+    accel_memcpy_peer_async(c.dst, 1, c.src, 0, kCopyBytes, c.s0);
+    accel_stream_synchronize(c.s0);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+BENCHMARK(BM_ocl_peer_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ocl_direct_peer_copy(benchmark::State& state) {
+  if (!need_accel_opencl(state, 2)) return;
+  PeerCopy c;
+  if (!c.ok) {
+    state.SkipWithError("accel streams / accel_malloc on two devices failed");
+    return;
+  }
+  for (auto _ : state) {
+    clEnqueueSVMMemcpy(c.q0, CL_TRUE, c.bounce.data(), c.src, kCopyBytes, 0, nullptr, nullptr);
+    clEnqueueSVMMemcpy(c.q1, CL_TRUE, c.dst, c.bounce.data(), kCopyBytes, 0, nullptr, nullptr);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+BENCHMARK(BM_ocl_direct_peer_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #endif
 
 // ---- scaling: two threads must get >= 1.8x one thread's throughput ---------

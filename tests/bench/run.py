@@ -59,7 +59,7 @@ def main():
     rows = []
     over = []
 
-    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_direct")
+    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_")
 
     def ratio(name, floor, target, what):
         r = ns(med, name) / ns(med, floor)
@@ -85,7 +85,7 @@ def main():
         ocl_env = dict(os.environ, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
                        POCL_DEVICES="pthread basic")
         ocl = run_dispatch(dispatch, quick, "opencl",
-                           "BM_ocl_direct|BM_stream_query|BM_event_record|BM_event_query|"
+                           "BM_ocl_|BM_stream_query|BM_event_record|BM_event_query|"
                            "BM_guard_switch|BM_floor_tls_guard", ocl_env)
         def ocl_ratio(name, floor, target, what):
             r = ns(ocl, name) / ns(ocl, floor)
@@ -98,6 +98,17 @@ def main():
         ocl_ratio("BM_stream_query", "BM_ocl_direct_stream_query", 1.10, "accel_stream_query vs clGetEventInfo of the last marker")
         ocl_ratio("BM_event_record", "BM_ocl_direct_event_record", 1.10, "accel_event_record vs clEnqueueMarkerWithWaitList + clFlush")
         ocl_ratio("BM_event_query", "BM_ocl_direct_event_query", 1.10, "accel_event_query vs clGetEventInfo")
+        # Copies, 4 MiB each, waited for: accel against OpenCL called on the
+        # cl_command_queue behind the same accel stream, with the same memory.
+        ocl_ratio("BM_ocl_pinned_h2d/real_time", "BM_ocl_direct_pinned_h2d/real_time", 1.10,
+                  "4 MiB H2D from accel_host_malloc memory: accel_memcpy_async + synchronize vs clEnqueueSVMMemcpy + clFinish")
+        # Staged through the host either way (each device has its own
+        # context): reported, no target.
+        r = ns(ocl, "BM_ocl_peer_copy/real_time") / ns(ocl, "BM_ocl_direct_peer_copy/real_time")
+        rows.append({"benchmark": "[opencl] BM_ocl_peer_copy/real_time", "floor": "BM_ocl_direct_peer_copy/real_time",
+                     "ns": round(ns(ocl, "BM_ocl_peer_copy/real_time"), 2),
+                     "floor_ns": round(ns(ocl, "BM_ocl_direct_peer_copy/real_time"), 2), "ratio": round(r, 3),
+                     "what": "4 MiB device 0 -> device 1: accel_memcpy_peer_async vs clEnqueueSVMMemcpy to host, then to the other device, by hand"})
 
     one = med["BM_get_set_device/real_time/threads:1"]["items_per_second"]
     two = med["BM_get_set_device/real_time/threads:2"]["items_per_second"]

@@ -306,6 +306,13 @@ def step_opencl(args, tmp):
     ex = Path(args.source_root) / "examples" / "opencl"
     work = copy_example(ex, ["interop.c", "build.sh"], tmp / "consumer-opencl")
     env = st.env()
+    # build.sh asks pkg-config for OpenCL too, whose OpenCL.pc is the
+    # system's, outside the stage: the consumer sees its folder after the
+    # staged one. PKG_CONFIG_SYSROOT_DIR prefixes its -I and -L with the stage
+    # as well; those folders do not exist, and the compiler finds the system's
+    # OpenCL headers and loader in its default paths, where they are.
+    ocl_pc = run(["pkg-config", "--variable=pcfiledir", "OpenCL"]).stdout.strip()
+    env["PKG_CONFIG_LIBDIR"] += os.pathsep + ocl_pc
     env["POCL_DEVICES"] = "pthread"
     env["POCL_CACHE_DIR"] = str(tmp / "pocl-cache")
     out = run(["sh", "-e", "build.sh"], cwd=work, env=env).stdout
