@@ -20,10 +20,7 @@ HandlePool<accel_event_s>& event_pool() {
 
 }  // namespace accel::core
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" {
 

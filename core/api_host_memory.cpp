@@ -51,8 +51,8 @@ accel_status_t check_flags(const char* fn, uint32_t flags) {
 
 // Removes the entry of `type` starting exactly at `ptr`, or explains why
 // there is none (nothing is removed then).
-accel_status_t take_exact(const char* fn, void* ptr, accel_memory_type_t type,
-                          const char* expected, Allocation& out) {
+accel_status_t take_exact(const char* fn, void* ptr, accel_memory_type_t type, const char* expected,
+                          Allocation& out) {
   Allocation a;
   if (!find_allocation(ptr, a)) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is not {} (freed twice?)", fn, ptr,
@@ -63,10 +63,9 @@ accel_status_t take_exact(const char* fn, void* ptr, accel_memory_type_t type,
                  expected);
   }
   if (a.base != reinterpret_cast<uintptr_t>(ptr)) {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                 "{}: {} points {} bytes into {} at {}; pass its start", fn, ptr,
-                 reinterpret_cast<uintptr_t>(ptr) - a.base, expected,
-                 reinterpret_cast<void*>(a.base));
+    return failf(
+        ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} points {} bytes into {} at {}; pass its start", fn,
+        ptr, reinterpret_cast<uintptr_t>(ptr) - a.base, expected, reinterpret_cast<void*>(a.base));
   }
   // Exactly one of two racing frees wins the entry.
   if (!take_allocation(ptr, out)) {
@@ -91,8 +90,8 @@ accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr) {
     auto st = call_plugin(*b, "host_alloc", [&] { return b->api.host_alloc(bytes, flags, &p); });
     if (st != ACCEL_SUCCESS) return st;
     if (p == nullptr) {
-      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer",
-                   fn, b->name);
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
+                   b->name);
     }
     Allocation a{reinterpret_cast<uintptr_t>(p), bytes, b, -1, ACCEL_MEMORY_HOST_PINNED};
     Allocation clash;
@@ -154,12 +153,12 @@ accel_status_t accel_host_register(void* ptr, size_t bytes, uint32_t flags) {
     Allocation a{reinterpret_cast<uintptr_t>(ptr), bytes, b, -1, ACCEL_MEMORY_HOST_REGISTERED};
     Allocation clash;
     if (!record_if_disjoint(a, clash)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: [{}, +{}) overlaps {} of {} bytes at {}", fn, ptr, bytes,
-                   type_words(clash.type), clash.bytes, reinterpret_cast<void*>(clash.base));
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: [{}, +{}) overlaps {} of {} bytes at {}", fn,
+                   ptr, bytes, type_words(clash.type), clash.bytes,
+                   reinterpret_cast<void*>(clash.base));
     }
-    auto st = call_plugin(*b, "host_register",
-                          [&] { return b->api.host_register(ptr, bytes, flags); });
+    auto st =
+        call_plugin(*b, "host_register", [&] { return b->api.host_register(ptr, bytes, flags); });
     if (st != ACCEL_SUCCESS) {
       Allocation undo;
       take_allocation(ptr, undo);

@@ -25,8 +25,8 @@ accel_status_t check_out(const char* fn, const accel_native_handle_t* out) {
 // much as the caller's struct_size holds: a caller built against an older
 // accel.h never gets bytes past its struct.
 template <typename Query>
-accel_status_t fill_native(const char* fn, Backend& b, const char* op,
-                           accel_native_handle_t* out, Query&& query) {
+accel_status_t fill_native(const char* fn, Backend& b, const char* op, accel_native_handle_t* out,
+                           Query&& query) {
   accel_native_handle_t full{};
   full.struct_size = sizeof full;
   full.ordinal = -1;
@@ -52,8 +52,7 @@ accel_status_t fill_native(const char* fn, Backend& b, const char* op,
     if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
-    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
-      return st;
+    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS) return st;
     accel_native_handle_t full{};
     if (stream->native_cached.load(std::memory_order_acquire)) {
       full = stream->native_handle;
@@ -106,8 +105,7 @@ accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handl
     if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
     if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
     Backend& b = *event->backend;
-    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
-      return st;
+    if (auto st = require_group(fn, b, PluginGroup::native_handles); st != ACCEL_SUCCESS) return st;
     return fill_native(fn, b, "event_native_handle", out, [&](accel_native_handle_t* h) {
       return b.api.event_native_handle(event->native, h);
     });
@@ -183,8 +181,8 @@ accel_status_t accel_stream_from_native(int32_t device, const accel_native_handl
     });
     if (st != ACCEL_SUCCESS) return st;
     if (plugin_stream == nullptr) {
-      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL stream",
-                   fn, b->name);
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL stream", fn,
+                   b->name);
     }
     accel_stream_s* s = stream_pool().acquire();
     s->backend = b;

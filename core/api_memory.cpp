@@ -65,7 +65,6 @@ accel_status_t check_host_pointer(const char* fn, const char* what, const void* 
   return ACCEL_SUCCESS;
 }
 
-
 }  // namespace
 
 extern "C" {
@@ -108,8 +107,9 @@ accel_status_t accel_free(void* ptr) {
     if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Allocation a;
     if (find_allocation(ptr, a) && a.type != ACCEL_MEMORY_DEVICE) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is host memory; free it with {}", fn, ptr,
-                   a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_free" : "accel_host_unregister");
+      return failf(
+          ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is host memory; free it with {}", fn, ptr,
+          a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_free" : "accel_host_unregister");
     }
     if (!take_allocation(ptr, a)) {
       if (find_allocation(ptr, a)) {

@@ -31,8 +31,9 @@ accel_status_t check_peer_range(const char* fn, const char* what, const void* p,
                  "{}: {} {} is not inside a live allocation made by accel_malloc", fn, what, p);
   }
   if (a.backend != &b || a.device != device) {
-    return failf(ACCEL_ERROR_DEVICE_MISMATCH, "{}: {} {} belongs to {} device {}, not to {} device {}",
-                 fn, what, p, a.backend->name, a.device, b.name, device);
+    return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                 "{}: {} {} belongs to {} device {}, not to {} device {}", fn, what, p,
+                 a.backend->name, a.device, b.name, device);
   }
   auto offset = reinterpret_cast<uintptr_t>(p) - a.base;
   if (bytes > a.bytes - offset) {

@@ -25,7 +25,6 @@ HandlePool<accel_stream_s>& stream_pool() {
 
 namespace {
 
-
 // A host function waiting for its own stream would wait for itself.
 accel_status_t check_not_own_stream(const char* fn, const accel_stream_s* s, const char* what) {
   if (!running_on_stream(s)) [[likely]]

@@ -60,7 +60,8 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
   X(zeInit)                                                                                       \
   X(zeDriverGet)                                                                                  \
   X(zeDriverGetProperties)                                                                        \
-  X(zeDeviceGet) X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties)                         \
+  X(zeDeviceGet)                                                                                  \
+  X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties)                                        \
       X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate) \
           X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)             \
               X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                   \

@@ -514,35 +514,35 @@ ACCEL_API accel_status_t accel_get_device_properties(int32_t device,
  *  CONCURRENT_KERNELS  1 if kernels of different streams may run at once.
  *  ASYNC_ENGINE_COUNT  copy engines that overlap copies with compute.
  *  ECC_ENABLED         1 if ECC is on for the device memory. */
-#define ACCEL_DEVICE_ATTR_MAP(XX)                                                 \
-  XX(COMPUTE_CAPABILITY_MAJOR, 0, "compute_capability_major", "")                 \
-  XX(COMPUTE_CAPABILITY_MINOR, 1, "compute_capability_minor", "")                 \
-  XX(COMPUTE_CAPABILITY_STEPPING, 2, "compute_capability_stepping", "")           \
-  XX(WARP_SIZE, 3, "warp_size", "threads")                                        \
-  XX(MAX_THREADS_PER_BLOCK, 4, "max_threads_per_block", "threads")                \
-  XX(MAX_BLOCK_DIM_X, 5, "max_block_dim_x", "threads")                            \
-  XX(MAX_BLOCK_DIM_Y, 6, "max_block_dim_y", "threads")                            \
-  XX(MAX_BLOCK_DIM_Z, 7, "max_block_dim_z", "threads")                            \
-  XX(MAX_GRID_DIM_X, 8, "max_grid_dim_x", "blocks")                               \
-  XX(MAX_GRID_DIM_Y, 9, "max_grid_dim_y", "blocks")                               \
-  XX(MAX_GRID_DIM_Z, 10, "max_grid_dim_z", "blocks")                              \
-  XX(SHARED_MEMORY_PER_BLOCK, 11, "shared_memory_per_block", "bytes")             \
-  XX(MULTIPROCESSOR_COUNT, 12, "multiprocessor_count", "")                        \
-  XX(CLOCK_RATE_KHZ, 13, "clock_rate_khz", "kHz")                                 \
-  XX(MEMORY_BUS_WIDTH, 14, "memory_bus_width", "bits")                            \
-  XX(L2_CACHE_SIZE, 15, "l2_cache_size", "bytes")                                 \
-  XX(MAX_ALLOCATION_SIZE, 16, "max_allocation_size", "bytes")                     \
-  XX(INTEGRATED, 17, "integrated", "")                                            \
-  XX(UNIFIED_ADDRESSING, 18, "unified_addressing", "")                            \
-  XX(MANAGED_MEMORY, 19, "managed_memory", "")                                    \
-  XX(CONCURRENT_KERNELS, 20, "concurrent_kernels", "")                            \
-  XX(ASYNC_ENGINE_COUNT, 21, "async_engine_count", "")                            \
+#define ACCEL_DEVICE_ATTR_MAP(XX)                                       \
+  XX(COMPUTE_CAPABILITY_MAJOR, 0, "compute_capability_major", "")       \
+  XX(COMPUTE_CAPABILITY_MINOR, 1, "compute_capability_minor", "")       \
+  XX(COMPUTE_CAPABILITY_STEPPING, 2, "compute_capability_stepping", "") \
+  XX(WARP_SIZE, 3, "warp_size", "threads")                              \
+  XX(MAX_THREADS_PER_BLOCK, 4, "max_threads_per_block", "threads")      \
+  XX(MAX_BLOCK_DIM_X, 5, "max_block_dim_x", "threads")                  \
+  XX(MAX_BLOCK_DIM_Y, 6, "max_block_dim_y", "threads")                  \
+  XX(MAX_BLOCK_DIM_Z, 7, "max_block_dim_z", "threads")                  \
+  XX(MAX_GRID_DIM_X, 8, "max_grid_dim_x", "blocks")                     \
+  XX(MAX_GRID_DIM_Y, 9, "max_grid_dim_y", "blocks")                     \
+  XX(MAX_GRID_DIM_Z, 10, "max_grid_dim_z", "blocks")                    \
+  XX(SHARED_MEMORY_PER_BLOCK, 11, "shared_memory_per_block", "bytes")   \
+  XX(MULTIPROCESSOR_COUNT, 12, "multiprocessor_count", "")              \
+  XX(CLOCK_RATE_KHZ, 13, "clock_rate_khz", "kHz")                       \
+  XX(MEMORY_BUS_WIDTH, 14, "memory_bus_width", "bits")                  \
+  XX(L2_CACHE_SIZE, 15, "l2_cache_size", "bytes")                       \
+  XX(MAX_ALLOCATION_SIZE, 16, "max_allocation_size", "bytes")           \
+  XX(INTEGRATED, 17, "integrated", "")                                  \
+  XX(UNIFIED_ADDRESSING, 18, "unified_addressing", "")                  \
+  XX(MANAGED_MEMORY, 19, "managed_memory", "")                          \
+  XX(CONCURRENT_KERNELS, 20, "concurrent_kernels", "")                  \
+  XX(ASYNC_ENGINE_COUNT, 21, "async_engine_count", "")                  \
   XX(ECC_ENABLED, 22, "ecc_enabled", "")
 
 #define ACCEL_DEVICE_ATTR_ENUMERATOR_(name, value, text, unit) ACCEL_DEVICE_ATTR_##name = value,
 typedef enum accel_device_attr {
-  ACCEL_DEVICE_ATTR_MAP(ACCEL_DEVICE_ATTR_ENUMERATOR_)
-  ACCEL_DEVICE_ATTR_FORCE_INT32 = 0x7fffffff /* fixes the size; not an attribute */
+  ACCEL_DEVICE_ATTR_MAP(ACCEL_DEVICE_ATTR_ENUMERATOR_) ACCEL_DEVICE_ATTR_FORCE_INT32 =
+      0x7fffffff /* fixes the size; not an attribute */
 } accel_device_attr_t;
 #undef ACCEL_DEVICE_ATTR_ENUMERATOR_
 
@@ -589,7 +589,7 @@ typedef enum accel_dtype {
 /* What a device supports, as torch.accelerator.get_device_capability
  * reports it. */
 typedef struct accel_device_capability_s {
-  size_t struct_size;        /* set by the caller: sizeof(accel_device_capability_t) */
+  size_t struct_size; /* set by the caller: sizeof(accel_device_capability_t) */
   /* ACCEL_DTYPE_BIT of every element type tensors of which can be allocated
    * on the device and converted between (torch's "supported_dtypes"). */
   uint64_t supported_dtypes;
@@ -644,12 +644,12 @@ typedef enum accel_native_type {
  * event per record: an event's handle is that of its latest record, NULL
  * before the first. */
 typedef struct accel_native_handle_s {
-  size_t struct_size;          /* set by the caller: sizeof(accel_native_handle_t) */
-  accel_native_type_t type;    /* ACCEL_NATIVE_*: what the members below are */
-  const char* backend;         /* the backend's name ("cuda"); static storage */
-  void* handle;                /* the object itself (see the table) */
-  void* context;               /* its vendor context, or NULL */
-  int64_t ordinal;             /* vendor device number, or -1 */
+  size_t struct_size;       /* set by the caller: sizeof(accel_native_handle_t) */
+  accel_native_type_t type; /* ACCEL_NATIVE_*: what the members below are */
+  const char* backend;      /* the backend's name ("cuda"); static storage */
+  void* handle;             /* the object itself (see the table) */
+  void* context;            /* its vendor context, or NULL */
+  int64_t ordinal;          /* vendor device number, or -1 */
 } accel_native_handle_t;
 
 /* The vendor queue accel submits `stream`'s work to (NULL: the current
@@ -668,8 +668,7 @@ ACCEL_API accel_status_t accel_stream_native_handle(accel_stream_t stream,
  * until the event is destroyed, or recorded again where a record makes a new
  * vendor event. Statuses as accel_stream_native_handle. cudaEvent_t of
  * torch.cuda.Event, urEventGetNativeHandle. */
-ACCEL_API accel_status_t accel_event_native_handle(accel_event_t event,
-                                                   accel_native_handle_t* out);
+ACCEL_API accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handle_t* out);
 
 /* The vendor device and context of `device` (negative: current). Borrowed:
  * valid until process exit. Initialises the backend. Statuses:
@@ -692,8 +691,8 @@ ACCEL_API accel_status_t accel_device_native_handle(int32_t device, accel_native
  * HIP, OpenCL; an OpenCL queue must be in order, a Level Zero command list
  * immediate) and the detail of a refusal says what was wrong; what cannot
  * be checked (Level Zero cannot tell a list's device on loader 1.8) is the
- * caller's promise. accel_stream_priority reports 0 for it. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (native or stream NULL,
- * struct_size too small, handle NULL, unknown flag bits, a queue the
+ * caller's promise. accel_stream_priority reports 0 for it. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
+ * (native or stream NULL, struct_size too small, handle NULL, unknown flag bits, a queue the
  * backend refuses), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
  * queue of another device or context), ACCEL_ERROR_NO_ACCELERATOR,
  * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
@@ -746,20 +745,20 @@ ACCEL_API accel_status_t accel_host_unregister(void* ptr);
 
 /* What a pointer points into, as far as accel knows. */
 typedef enum accel_memory_type {
-  ACCEL_MEMORY_UNKNOWN = 0,         /* not memory accel allocated or registered */
-  ACCEL_MEMORY_DEVICE = 1,          /* accel_malloc */
-  ACCEL_MEMORY_HOST_PINNED = 2,     /* accel_host_malloc */
-  ACCEL_MEMORY_HOST_REGISTERED = 3, /* accel_host_register */
+  ACCEL_MEMORY_UNKNOWN = 0,                  /* not memory accel allocated or registered */
+  ACCEL_MEMORY_DEVICE = 1,                   /* accel_malloc */
+  ACCEL_MEMORY_HOST_PINNED = 2,              /* accel_host_malloc */
+  ACCEL_MEMORY_HOST_REGISTERED = 3,          /* accel_host_register */
   ACCEL_MEMORY_TYPE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a type */
 } accel_memory_type_t;
 
 typedef struct accel_pointer_attributes_s {
-  size_t struct_size;          /* set by the caller: sizeof(accel_pointer_attributes_t) */
+  size_t struct_size; /* set by the caller: sizeof(accel_pointer_attributes_t) */
   accel_memory_type_t type;
-  const char* backend;         /* the backend that owns it; "" for UNKNOWN */
-  int32_t device;              /* device index for DEVICE; -1 otherwise */
-  void* base;                  /* start of the allocation or registered range; NULL if UNKNOWN */
-  size_t size;                 /* its size in bytes; 0 if UNKNOWN */
+  const char* backend; /* the backend that owns it; "" for UNKNOWN */
+  int32_t device;      /* device index for DEVICE; -1 otherwise */
+  void* base;          /* start of the allocation or registered range; NULL if UNKNOWN */
+  size_t size;         /* its size in bytes; 0 if UNKNOWN */
 } accel_pointer_attributes_t;
 
 /* Describes the allocation `ptr` lies in (any byte of it, not only its
@@ -815,13 +814,13 @@ ACCEL_API accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, 
 /* Statistics of accel_host_malloc / accel_host_register over the whole
  * process (host memory belongs to no device). */
 typedef struct accel_host_memory_stats_s {
-  size_t struct_size;              /* set by the caller: sizeof(accel_host_memory_stats_t) */
-  uint64_t allocated_bytes;        /* bytes of live accel_host_malloc allocations */
-  uint64_t peak_allocated_bytes;   /* maximum of allocated_bytes since start */
-  uint64_t allocation_count;       /* live accel_host_malloc allocations */
-  uint64_t total_allocations;      /* accel_host_malloc successes since start */
-  uint64_t registered_bytes;       /* bytes in live accel_host_register ranges */
-  uint64_t registered_count;       /* live registered ranges */
+  size_t struct_size;            /* set by the caller: sizeof(accel_host_memory_stats_t) */
+  uint64_t allocated_bytes;      /* bytes of live accel_host_malloc allocations */
+  uint64_t peak_allocated_bytes; /* maximum of allocated_bytes since start */
+  uint64_t allocation_count;     /* live accel_host_malloc allocations */
+  uint64_t total_allocations;    /* accel_host_malloc successes since start */
+  uint64_t registered_bytes;     /* bytes in live accel_host_register ranges */
+  uint64_t registered_count;     /* live registered ranges */
 } accel_host_memory_stats_t;
 
 /* Fills *stats. Never initialises a backend. Statuses:

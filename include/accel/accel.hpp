@@ -930,10 +930,9 @@ class DeviceBuffer {
                                        ACCEL_MEMCPY_DEVICE_TO_DEVICE, stream.handle()),
                     "accel_memcpy_async");
     } else {
-      detail::check(accel_memcpy_peer_async(ptr_ + offset, static_cast<int32_t>(device_),
-                                            src.ptr_ + src_offset,
-                                            static_cast<int32_t>(src.device_), count * sizeof(T),
-                                            stream.handle()),
+      detail::check(accel_memcpy_peer_async(
+                        ptr_ + offset, static_cast<int32_t>(device_), src.ptr_ + src_offset,
+                        static_cast<int32_t>(src.device_), count * sizeof(T), stream.handle()),
                     "accel_memcpy_peer_async");
     }
   }

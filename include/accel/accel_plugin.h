@@ -356,8 +356,7 @@ typedef struct accel_plugin_api {
   /* One attribute (attr in [0, ACCEL_DEVICE_ATTR_COUNT), core-checked);
    * ACCEL_ERROR_NOT_SUPPORTED with the reason for one the vendor cannot
    * answer. */
-  accel_status_t (*device_get_attribute)(int32_t device, accel_device_attr_t attr,
-                                         int64_t* value);
+  accel_status_t (*device_get_attribute)(int32_t device, accel_device_attr_t attr, int64_t* value);
   /* Clear, in capability->supported_dtypes (which the core sets to every
    * dtype of accel.h first), the dtypes the device cannot hold. */
   accel_status_t (*get_device_capability)(int32_t device, accel_device_capability_t* capability);

@@ -145,7 +145,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
   return guarded("device_native_handle", [&] {
     Device* dev;
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
-    if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
+    if (out == nullptr)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
     out->type = ACCEL_NATIVE_SIM;
     out->handle = dev;
     out->context = nullptr;
@@ -183,25 +184,63 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     int64_t v = 0;
     switch (static_cast<int>(attr)) {
-      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR: v = 1; break;
-      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR: v = 0; break;
-      case ACCEL_DEVICE_ATTR_WARP_SIZE: v = 32; break;
-      case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK: v = 1024; break;
-      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X: v = 1024; break;
-      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y: v = 1024; break;
-      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z: v = 64; break;
-      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X: v = 2147483647; break;
-      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y: v = 65535; break;
-      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z: v = 65535; break;
-      case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK: v = 48 * 1024; break;
-      case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT: v = kComputeUnits; break;
-      case ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE: v = static_cast<int64_t>(dev->total_memory); break;
-      case ACCEL_DEVICE_ATTR_INTEGRATED: v = 1; break;
-      case ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING: v = 1; break;
-      case ACCEL_DEVICE_ATTR_MANAGED_MEMORY: v = 0; break;
-      case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS: v = 1; break;
-      case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT: v = 0; break;
-      case ACCEL_DEVICE_ATTR_ECC_ENABLED: v = 0; break;
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR:
+        v = 1;
+        break;
+      case ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR:
+        v = 0;
+        break;
+      case ACCEL_DEVICE_ATTR_WARP_SIZE:
+        v = 32;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
+        v = 1024;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X:
+        v = 1024;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y:
+        v = 1024;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z:
+        v = 64;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X:
+        v = 2147483647;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y:
+        v = 65535;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z:
+        v = 65535;
+        break;
+      case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK:
+        v = 48 * 1024;
+        break;
+      case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
+        v = kComputeUnits;
+        break;
+      case ACCEL_DEVICE_ATTR_MAX_ALLOCATION_SIZE:
+        v = static_cast<int64_t>(dev->total_memory);
+        break;
+      case ACCEL_DEVICE_ATTR_INTEGRATED:
+        v = 1;
+        break;
+      case ACCEL_DEVICE_ATTR_UNIFIED_ADDRESSING:
+        v = 1;
+        break;
+      case ACCEL_DEVICE_ATTR_MANAGED_MEMORY:
+        v = 0;
+        break;
+      case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS:
+        v = 1;
+        break;
+      case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT:
+        v = 0;
+        break;
+      case ACCEL_DEVICE_ATTR_ECC_ENABLED:
+        v = 0;
+        break;
       default:
         return fail(ACCEL_ERROR_NOT_SUPPORTED,
                     "device_get_attribute: sim devices do not model attribute %d (clock, bus "

@@ -264,14 +264,14 @@ accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
   return guarded("host_alloc", [&] {
     if (ptr == nullptr || bytes == 0 || flags != 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_alloc: ptr NULL, bytes 0 or flags set");
-    void* p = ::operator new(bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
+    void* p = ::operator new (bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
     if (p == nullptr)
       return fail(ACCEL_ERROR_OUT_OF_MEMORY, "host_alloc: %zu bytes of host memory", bytes);
     try {
       std::lock_guard<std::mutex> lock(host_table().mu);
       host_table().allocated.emplace(reinterpret_cast<uintptr_t>(p), bytes);
     } catch (...) {
-      ::operator delete(p, std::align_val_t{kAllocAlignment});
+      ::operator delete (p, std::align_val_t{kAllocAlignment});
       throw;
     }
     *ptr = p;
@@ -287,7 +287,7 @@ accel_status_t op_host_free(void* ptr) {
         return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_free: %p is not a sim host allocation",
                     ptr);
     }
-    ::operator delete(ptr, std::align_val_t{kAllocAlignment});
+    ::operator delete (ptr, std::align_val_t{kAllocAlignment});
     return ACCEL_SUCCESS;
   });
 }

@@ -210,8 +210,8 @@ accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t
                   static_cast<int>(owner), static_cast<int>(device));
     // native->handle is always a queue (stream_native_handle gives the
     // queue of a wrapper), so `target` runs its own work.
-    auto wrapper = std::make_shared<Stream>(std::move(target),
-                                            (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0);
+    auto wrapper =
+        std::make_shared<Stream>(std::move(target), (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0);
     {
       std::lock_guard<std::mutex> lock(dev->streams_mu);
       dev->streams.emplace(wrapper.get(), wrapper);

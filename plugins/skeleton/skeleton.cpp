@@ -225,13 +225,19 @@ constexpr accel_plugin_api_t kApi = {
     .mem_get_info = nullptr,  // no accounting (see mem_alloc)
     .runtime_version = skeleton_runtime_version,
     // The ABI 1.1 groups, each all or none (accel_plugin.h): left out here.
-    .stream_native_handle = nullptr, .event_native_handle = nullptr,
-    .device_native_handle = nullptr, .stream_from_native = nullptr,  // native handles
-    .host_alloc = nullptr, .host_free = nullptr, .host_register = nullptr,
+    .stream_native_handle = nullptr,
+    .event_native_handle = nullptr,
+    .device_native_handle = nullptr,
+    .stream_from_native = nullptr,  // native handles
+    .host_alloc = nullptr,
+    .host_free = nullptr,
+    .host_register = nullptr,
     .host_unregister = nullptr,  // pinned host memory
-    .device_can_access_peer = nullptr, .device_enable_peer_access = nullptr,
+    .device_can_access_peer = nullptr,
+    .device_enable_peer_access = nullptr,
     .memcpy_peer_async = nullptr,  // peer copies
-    .device_get_attribute = nullptr, .get_device_capability = nullptr,  // attributes
+    .device_get_attribute = nullptr,
+    .get_device_capability = nullptr,  // attributes
 };
 
 }  // namespace

@@ -57,10 +57,10 @@ std::vector<unsigned char> round_trip(accel_stream_t stream, int32_t device,
                                       const std::vector<unsigned char>& data) {
   DeviceMem m(device, data.size());
   std::vector<unsigned char> back(data.size(), 0);
-  ACCEL_REQUIRE_OK(accel_memcpy_async(m.get(), data.data(), data.size(),
-                                      ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
-  ACCEL_REQUIRE_OK(accel_memcpy_async(back.data(), m.get(), back.size(),
-                                      ACCEL_MEMCPY_DEVICE_TO_HOST, stream));
+  ACCEL_REQUIRE_OK(
+      accel_memcpy_async(m.get(), data.data(), data.size(), ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
+  ACCEL_REQUIRE_OK(
+      accel_memcpy_async(back.data(), m.get(), back.size(), ACCEL_MEMCPY_DEVICE_TO_HOST, stream));
   ACCEL_REQUIRE_OK(stream_synchronize(stream));
   return back;
 }
@@ -168,8 +168,8 @@ TEST_CASE("streams made from native handles", "[interop]") {
     const auto data = iota_bytes(1 << 16, 7);
     DeviceMem m(last, data.size());
     std::vector<unsigned char> back(data.size(), 0);
-    ACCEL_REQUIRE_OK(accel_memcpy_async(m.get(), data.data(), data.size(),
-                                        ACCEL_MEMCPY_HOST_TO_DEVICE, owner));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(m.get(), data.data(), data.size(), ACCEL_MEMCPY_HOST_TO_DEVICE, owner));
     ACCEL_REQUIRE_OK(accel_memcpy_async(back.data(), m.get(), back.size(),
                                         ACCEL_MEMCPY_DEVICE_TO_HOST, wrapped));
     ACCEL_REQUIRE_OK(stream_synchronize(wrapped));
@@ -211,8 +211,7 @@ TEST_CASE("streams made from native handles", "[interop]") {
     bad = h;
     bad.handle = nullptr;
     ACCEL_CHECK_ERROR(accel_stream_from_native(last, &bad, 0, &out), ACCEL_ERROR_INVALID_ARGUMENT);
-    ACCEL_CHECK_ERROR(accel_stream_from_native(last, &h, 0x80, &out),
-                      ACCEL_ERROR_INVALID_ARGUMENT);
+    ACCEL_CHECK_ERROR(accel_stream_from_native(last, &h, 0x80, &out), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_stream_from_native(last, nullptr, 0, &out),
                       ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_stream_from_native(device_count(), &h, 0, &out),

@@ -995,7 +995,8 @@ TEST_CASE("device_properties and memory_stats", "[cxx][device]") {
   CHECK_THROWS_AS(accel::memory_stats(2), accel::Error);
 }
 
-TEST_CASE("interop: native handles and pinned memory and peer copies and attributes", "[cxx][interop]") {
+TEST_CASE("interop: native handles and pinned memory and peer copies and attributes",
+          "[cxx][interop]") {
   REQUIRE(accel::device_count() == 2);
   SECTION("Stream::native_handle and Stream::from_native share one queue") {
     accel::Stream owner = accel::Stream::create(1);

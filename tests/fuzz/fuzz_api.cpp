@@ -1100,7 +1100,7 @@ void op_memcpy(Input& in) {
     ok.add(ACCEL_SUCCESS);
   } else if (dst == nullptr || src == nullptr) {
     ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
-  } else if (Alloc *pd = find_alloc(dst), *ps = find_alloc(src);
+  } else if (Alloc* pd = find_alloc(dst), *ps = find_alloc(src);
              kind == ACCEL_MEMCPY_DEVICE_TO_DEVICE && pd && ps && pd->device != ps->device) {
     // Between two devices: a peer copy (sim has the group) on a stream of
     // either device, each pointer checked against its own device.

@@ -110,11 +110,11 @@ DeviceEntry gather_device(int32_t index) {
 
 std::vector<std::string> dtype_names(uint64_t dtypes) {
   static const std::pair<accel_dtype_t, const char*> kNames[] = {
-      {ACCEL_DTYPE_UINT8, "uint8"},         {ACCEL_DTYPE_INT8, "int8"},
-      {ACCEL_DTYPE_INT16, "int16"},         {ACCEL_DTYPE_INT32, "int32"},
-      {ACCEL_DTYPE_INT64, "int64"},         {ACCEL_DTYPE_FLOAT16, "float16"},
-      {ACCEL_DTYPE_FLOAT32, "float32"},     {ACCEL_DTYPE_FLOAT64, "float64"},
-      {ACCEL_DTYPE_COMPLEX32, "complex32"}, {ACCEL_DTYPE_COMPLEX64, "complex64"},
+      {ACCEL_DTYPE_UINT8, "uint8"},           {ACCEL_DTYPE_INT8, "int8"},
+      {ACCEL_DTYPE_INT16, "int16"},           {ACCEL_DTYPE_INT32, "int32"},
+      {ACCEL_DTYPE_INT64, "int64"},           {ACCEL_DTYPE_FLOAT16, "float16"},
+      {ACCEL_DTYPE_FLOAT32, "float32"},       {ACCEL_DTYPE_FLOAT64, "float64"},
+      {ACCEL_DTYPE_COMPLEX32, "complex32"},   {ACCEL_DTYPE_COMPLEX64, "complex64"},
       {ACCEL_DTYPE_COMPLEX128, "complex128"}, {ACCEL_DTYPE_BOOL, "bool"},
       {ACCEL_DTYPE_BFLOAT16, "bfloat16"},
   };
@@ -230,8 +230,8 @@ nlohmann::json to_json(const DeviceEntry& d) {
     j["attributes"] = nullptr;
   }
   if (!d.attributes_error.empty()) j["attributes_error"] = d.attributes_error;
-  j["supported_dtypes"] =
-      d.supported_dtypes ? nlohmann::json(dtype_names(*d.supported_dtypes)) : nlohmann::json(nullptr);
+  j["supported_dtypes"] = d.supported_dtypes ? nlohmann::json(dtype_names(*d.supported_dtypes))
+                                             : nlohmann::json(nullptr);
   return j;
 }
 

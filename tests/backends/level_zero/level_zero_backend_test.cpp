@@ -270,7 +270,8 @@ struct Ze {
 #define ZE_TEST_FNS(X)                                                                          \
   X(zeDriverGet)                                                                                \
   X(zeContextCreate)                                                                            \
-  X(zeContextDestroy) X(zeDeviceGetCommandQueueGroupProperties) X(zeCommandListCreateImmediate) \
+  X(zeContextDestroy)                                                                           \
+  X(zeDeviceGetCommandQueueGroupProperties) X(zeCommandListCreateImmediate)                     \
       X(zeCommandListDestroy) X(zeCommandListAppendMemoryFill) X(zeCommandListAppendMemoryCopy) \
           X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendSignalEvent)                  \
               X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy)     \
