@@ -43,6 +43,16 @@ accel_status_t fill_native(const char* fn, Backend& b, const char* op, accel_nat
   return ACCEL_SUCCESS;
 }
 
+// The current accelerator, ready and with native handles, and `device`
+// (negative: current) resolved to an index of it.
+accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_t& target) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+  if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+  return require_group(fn, *b, PluginGroup::native_handles);
+}
+
 // accel_stream_native_handle's full path: first query of a stream, NULL
 // stream, errors. Out of line, so the cached path below stays small.
 [[gnu::noinline]] accel_status_t stream_native_handle_full(accel_stream_t stream,
@@ -116,14 +126,9 @@ accel_status_t accel_device_native_handle(int32_t device, accel_native_handle_t*
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_out(fn, out); st != ACCEL_SUCCESS) return st;
-    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    if (auto st = require_group(fn, *b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
-      return st;
+    if (auto st = native_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     return fill_native(fn, *b, "device_native_handle", out, [&](accel_native_handle_t* h) {
       return b->api.device_native_handle(target, h);
     });
@@ -148,14 +153,9 @@ accel_status_t accel_stream_from_native(int32_t device, const accel_native_handl
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown flag bits {:#x}", fn,
                    flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP);
     }
-    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    if (auto st = require_group(fn, *b, PluginGroup::native_handles); st != ACCEL_SUCCESS)
-      return st;
+    if (auto st = native_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     // The backend's own type, learned from its device handle: a queue of
     // another vendor must never reach the plugin as if it were its own.
     accel_native_handle_t own{};

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"
+#include "../interop.hpp"
 
 #include <accel/accel.h>
 #include <cuda.h>
@@ -27,8 +28,10 @@
 
 namespace {
 
+using backend_test::device_native_of;
 using backend_test::env;
 using backend_test::Info;
+using backend_test::native_of;
 
 Info cuda_info() { return backend_test::backend_info("cuda"); }
 
@@ -86,14 +89,6 @@ long long fake_count(const char* what) {
 }
 
 CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
-
-accel_native_handle_t native_of(accel_stream_t s) {
-  accel_native_handle_t h;
-  std::memset(&h, 0, sizeof h);
-  h.struct_size = sizeof h;
-  REQUIRE_OK(accel_stream_native_handle(s, &h));
-  return h;
-}
 
 accel_native_handle_t cuda_stream_handle(CUstream s) {
   accel_native_handle_t h;

@@ -8,6 +8,7 @@
 #include "runner.hpp"
 
 #include "../common.hpp"
+#include "../interop.hpp"
 
 #include <accel/accel.h>
 #include <dlfcn.h>
@@ -37,8 +38,10 @@ extern char** environ;
 
 namespace {
 
+using backend_test::device_native_of;
 using backend_test::env;
 using backend_test::Info;
+using backend_test::native_of;
 
 Info hip_info() { return backend_test::backend_info("hip"); }
 
@@ -132,14 +135,6 @@ struct Gate {
     REQUIRE(reached.load());
   }
 };
-
-accel_native_handle_t native_of(accel_stream_t s) {
-  accel_native_handle_t h;
-  std::memset(&h, 0, sizeof h);
-  h.struct_size = sizeof h;
-  REQUIRE(accel_stream_native_handle(s, &h) == ACCEL_SUCCESS);
-  return h;
-}
 
 // The device's default stream, as a thread that never chose a stream sees it.
 accel_stream_t default_stream_of(int32_t device) {

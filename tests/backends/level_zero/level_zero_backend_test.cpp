@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"
+#include "../interop.hpp"
 
 #include <accel/accel.h>
 #include <sys/wait.h>
@@ -22,8 +23,10 @@
 
 namespace {
 
+using backend_test::device_native_of;
 using backend_test::env;
 using backend_test::Info;
+using backend_test::native_of;
 
 Info ze_info() { return backend_test::backend_info("level_zero"); }
 
@@ -267,16 +270,16 @@ namespace {
 // The loader's entry points the tests use.
 struct Ze {
 #define ZE_TEST_FN(fn) decltype(&::fn) fn = nullptr;
-#define ZE_TEST_FNS(X)                                                                          \
-  X(zeDriverGet)                                                                                \
-  X(zeContextCreate)                                                                            \
-  X(zeContextDestroy)                                                                           \
-  X(zeDeviceGetCommandQueueGroupProperties) X(zeCommandListCreateImmediate)                     \
-      X(zeCommandListDestroy) X(zeCommandListAppendMemoryFill) X(zeCommandListAppendMemoryCopy) \
-          X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendSignalEvent)                  \
-              X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy)     \
-                  X(zeEventHostSignal) X(zeEventHostReset) X(zeEventHostSynchronize)            \
-                      X(zeEventQueryStatus) X(zeMemGetAllocProperties)
+#define ZE_TEST_FNS(X)                                                                     \
+  X(zeDriverGet)                                                                           \
+  X(zeContextCreate)                                                                       \
+  X(zeContextDestroy)                                                                      \
+  X(zeDeviceGetCommandQueueGroupProperties)                                                \
+  X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryFill) \
+      X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendWaitOnEvents)                  \
+          X(zeCommandListAppendSignalEvent) X(zeEventPoolCreate) X(zeEventPoolDestroy)     \
+              X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostReset)  \
+                  X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeMemGetAllocProperties)
   ZE_TEST_FNS(ZE_TEST_FN)
   int (*live_lists)() = nullptr;  // the fake's fake_ze_live_command_lists
 
@@ -359,14 +362,6 @@ struct Ze {
   }
   void open_gate() { REQUIRE(zeEventHostSignal(gate) == ZE_RESULT_SUCCESS); }
 };
-
-accel_native_handle_t native_of(accel_stream_t s) {
-  accel_native_handle_t h;
-  std::memset(&h, 0, sizeof h);
-  h.struct_size = sizeof h;
-  REQUIRE_OK(accel_stream_native_handle(s, &h));
-  return h;
-}
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> v(n);

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"
+#include "../interop.hpp"
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -27,9 +28,11 @@
 
 namespace {
 
+using backend_test::device_native_of;
 using backend_test::env;
 using backend_test::in_child;
 using backend_test::Info;
+using backend_test::native_of;
 
 Info ocl_info() { return backend_test::backend_info("opencl"); }
 
@@ -126,24 +129,8 @@ int child_after_count() {
     REQUIRE(e_ == CL_SUCCESS);   \
   } while (0)
 
-accel_native_handle_t handle_of(accel_stream_t s) {
-  accel_native_handle_t h;
-  std::memset(&h, 0, sizeof h);
-  h.struct_size = sizeof h;
-  REQUIRE_OK(accel_stream_native_handle(s, &h));
-  return h;
-}
-
-accel_native_handle_t device_handle(int32_t d) {
-  accel_native_handle_t h;
-  std::memset(&h, 0, sizeof h);
-  h.struct_size = sizeof h;
-  REQUIRE_OK(accel_device_native_handle(d, &h));
-  return h;
-}
-
 cl_command_queue queue_of(accel_stream_t s) {
-  return static_cast<cl_command_queue>(handle_of(s).handle);
+  return static_cast<cl_command_queue>(native_of(s).handle);
 }
 
 // The accel index of the PoCL device of that driver ("pthread", "basic"),
@@ -212,7 +199,7 @@ std::vector<unsigned char> bytes_from(size_t n, unsigned seed) {
 
 // A queue the test makes itself, in accel's context of device d.
 cl_command_queue own_queue(int32_t d, cl_command_queue_properties props) {
-  const accel_native_handle_t dh = device_handle(d);
+  const accel_native_handle_t dh = device_native_of(d);
   const cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, props, 0};
   cl_int err = CL_SUCCESS;
   cl_command_queue q = clCreateCommandQueueWithProperties(static_cast<cl_context>(dh.context),
@@ -276,7 +263,7 @@ void stream_checks(accel_stream_t s, int32_t d, bool timing) {
   REQUIRE_CL(clGetEventInfo(static_cast<cl_event>(eh.handle), CL_EVENT_COMMAND_QUEUE, sizeof eq,
                             &eq, nullptr));
   CHECK(eq == queue_of(s));
-  CHECK(eh.context == device_handle(d).context);
+  CHECK(eh.context == device_native_of(d).context);
   REQUIRE_OK(accel_event_destroy(a));
   REQUIRE_OK(accel_event_destroy(b));
   REQUIRE_OK(accel_free(m));
@@ -467,8 +454,8 @@ TEST_CASE("interop: clEnqueueSVMMemFill on accel's queue runs between accel's co
     INFO("device " << d);
     accel_stream_t s = nullptr;
     REQUIRE_OK(accel_stream_create(d, 0, &s));
-    const accel_native_handle_t h = handle_of(s);
-    const accel_native_handle_t dh = device_handle(d);
+    const accel_native_handle_t h = native_of(s);
+    const accel_native_handle_t dh = device_native_of(d);
     CHECK(h.type == ACCEL_NATIVE_OPENCL);
     CHECK(std::string(h.backend) == "opencl");
     REQUIRE(h.handle != nullptr);
@@ -560,7 +547,7 @@ TEST_CASE("interop: accel's query, events and synchronize cover the program's ow
   REQUIRE(d >= 0);
   accel_stream_t s = nullptr;
   REQUIRE_OK(accel_stream_create(d, 0, &s));
-  const accel_native_handle_t h = handle_of(s);
+  const accel_native_handle_t h = native_of(s);
   auto q = static_cast<cl_command_queue>(h.handle);
   void* m = nullptr;
   REQUIRE_OK(accel_malloc(d, 4096, &m));
@@ -686,7 +673,7 @@ TEST_CASE("interop: accel streams on the test's own cl_command_queue", "[interop
       INFO("a wrapper of accel's own queue shares its order, host functions included");
       accel_stream_t owner = nullptr;
       REQUIRE_OK(accel_stream_create(d, 0, &owner));
-      const accel_native_handle_t nh = handle_of(owner);
+      const accel_native_handle_t nh = native_of(owner);
       accel_stream_t w = nullptr;
       REQUIRE_OK(accel_stream_from_native(d, &nh, 0, &w));
       CHECK(queue_of(w) == nh.handle);
@@ -740,7 +727,7 @@ TEST_CASE("interop: queues accel refuses to wrap", "[interop]") {
     REQUIRE_CL(clReleaseCommandQueue(q));
   }
   SECTION("a queue of the right device in another context") {
-    const accel_native_handle_t dh = device_handle(d);
+    const accel_native_handle_t dh = device_native_of(d);
     auto id = static_cast<cl_device_id>(dh.handle);
     cl_int err = CL_SUCCESS;
     cl_context ctx = clCreateContext(nullptr, 1, &id, nullptr, nullptr, &err);
@@ -837,7 +824,7 @@ int64_t attribute(int32_t d, accel_device_attr_t attr) {
 TEST_CASE("interop: device attributes are what clGetDeviceInfo says", "[interop]") {
   for (int32_t d = 0; d < accel_device_count(); ++d) {
     INFO("device " << d);
-    auto id = static_cast<cl_device_id>(device_handle(d).handle);
+    auto id = static_cast<cl_device_id>(device_native_of(d).handle);
     int major = 0, minor = 0;
     REQUIRE(std::sscanf(device_info_string(id, CL_DEVICE_VERSION).c_str(), "OpenCL %d.%d", &major,
                         &minor) == 2);
