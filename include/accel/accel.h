@@ -272,7 +272,12 @@ ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t stream);
 
 /* ACCEL_SUCCESS if all work queued on the stream has completed,
  * ACCEL_ERROR_NOT_READY if not; else ACCEL_ERROR_INVALID_ARGUMENT,
- * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Never blocks.
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Never blocks, with one
+ * exception: once the stream's vendor queue was handed out
+ * (accel_stream_native_handle, accel_stream_from_native), Level Zero and
+ * OpenCL have no way to ask whether work the program queued there itself is
+ * done but to queue a marker and wait briefly for it (at most 2 ms on Level
+ * Zero, 20 ms on OpenCL; NOT_READY if it has not passed by then).
  * cuStreamQuery. */
 ACCEL_API accel_status_t accel_stream_query(accel_stream_t stream);
 

@@ -1004,9 +1004,12 @@ void op_free(Input& in) {
   Allowed ok =
       (p == nullptr || exact) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
   if (exact) {
-    // The caller must make sure no queued work still uses it.
-    expect(accel_synchronize(a->device), {ACCEL_SUCCESS});
-    synced_device(a->device);
+    // The caller must make sure no queued work still uses it: a peer copy
+    // may use it from a stream of another device, so wait for them all.
+    for (int32_t d = 0; d < accel_device_count(); ++d) {
+      expect(accel_synchronize(d), {ACCEL_SUCCESS});
+      synced_device(d);
+    }
   }
   if (expect(accel_free(p), ok) == ACCEL_SUCCESS && exact) {
     if (M.freed.size() >= kMaxGrave) M.freed.erase(M.freed.begin());
