@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "checks.hpp"
+#include "fork.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
 #include "plugin_groups.hpp"
@@ -98,9 +99,12 @@ accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_ha
   // still usable in this process. Only a copy: no lock is taken, so a call
   // from a plugin callback cannot deadlock here and is not refused.
   // A caller's struct of today's size (or larger) gets a fixed-size copy.
+  // native_cached is set only on a live stream and cleared by its destroy,
+  // so it stands for the liveness check too (a call racing the destroy of
+  // its own stream is the caller's error, as everywhere).
   if (stream != nullptr && out != nullptr && out->struct_size >= sizeof(accel_native_handle_t) &&
-      live(stream) && stream->native_cached.load(std::memory_order_acquire) &&
-      !stream->backend->forked.load(std::memory_order_relaxed)) [[likely]] {
+      stream->native_cached.load(std::memory_order_acquire) &&
+      !g_any_forked.load(std::memory_order_relaxed)) [[likely]] {
     const size_t caller_size = out->struct_size;
     *out = stream->native_handle;
     out->struct_size = caller_size;

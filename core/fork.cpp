@@ -107,6 +107,7 @@ void child() {
       continue;
     }
     b->forked.store(true, std::memory_order_relaxed);
+    g_any_forked.store(true, std::memory_order_relaxed);
   }
 }
 
@@ -117,5 +118,7 @@ void child() {
 }  // namespace
 
 void install_fork_handlers(Runtime& rt) { g_rt = &rt; }
+
+std::atomic<bool> g_any_forked{false};
 
 }  // namespace accel::core

@@ -5,6 +5,7 @@
 // marked so the child gets ACCEL_ERROR_FORKED instead of a hang or a crash.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 
 namespace accel::core {
@@ -14,5 +15,10 @@ struct Runtime;
 void install_fork_handlers(Runtime& rt);
 
 std::mutex& discovery_mutex();
+
+// Set in a fork() child once any backend became unusable there: lets a
+// lock-free fast path (accel_stream_native_handle) test one global instead of
+// its backend's `forked` flag, and fall back to the full path when set.
+extern std::atomic<bool> g_any_forked;
 
 }  // namespace accel::core
