@@ -1,12 +1,19 @@
 // Page-locked host memory (ABI 1.1): allocation and registration through the
 // current accelerator, tracked in the core's memory table next to device
-// allocations, and the pointer queries that table answers.
+// allocations, and the pointer queries that table answers. accel_host_malloc
+// and accel_host_free go through the backend's pinned memory cache
+// (host_cache_hook.hpp) unless ACCEL_ALLOC_CONF says backend:native. The
+// table holds live blocks only, with the size asked for; cached blocks are
+// in no table.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "checks.hpp"
+#include "device_memory.hpp"
 #include "guard.hpp"
+#include "host_cache_hook.hpp"
 #include "host_services.hpp"
 #include "memory_table.hpp"
 #include "plugin_groups.hpp"
@@ -86,21 +93,43 @@ accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr) {
     if (auto st = check_flags(fn, flags); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
     if (auto st = host_backend(fn, b); st != ACCEL_SUCCESS) return st;
+    const bool caching = caching_allocator();
     void* p = nullptr;
-    auto st = call_plugin(*b, "host_alloc", [&] { return b->api.host_alloc(bytes, flags, &p); });
-    if (st != ACCEL_SUCCESS) return st;
-    if (p == nullptr) {
-      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
-                   b->name);
+    if (caching) {
+      if (accel::alloc::host_block_size(bytes) == 0) {
+        return failf(ACCEL_ERROR_OUT_OF_MEMORY,
+                     "{}: {} bytes do not round up to a power of two that exists", fn, bytes);
+      }
+      auto st = host_cache(*b).allocate(bytes, &p);
+      if (st == ACCEL_ERROR_INTERNAL) {
+        // The cache's own refusal of what the plugin returned.
+        return failf(st,
+                     "{}: backend '{}' returned success and a NULL pointer, or pinned memory "
+                     "that is still in use",
+                     fn, b->name);
+      }
+      if (st != ACCEL_SUCCESS) return st;
+    } else {
+      auto st = call_plugin(*b, "host_alloc", [&] { return b->api.host_alloc(bytes, flags, &p); });
+      if (st != ACCEL_SUCCESS) return st;
+      if (p == nullptr) {
+        return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer",
+                     fn, b->name);
+      }
     }
     Allocation a{reinterpret_cast<uintptr_t>(p), bytes, b, -1, ACCEL_MEMORY_HOST_PINNED};
     Allocation clash;
     if (!record_if_disjoint(a, clash)) {
-      call_plugin(*b, "host_free", [&] { return b->api.host_free(p); });
+      if (caching) {
+        (void)host_cache(*b).free(p);
+      } else {
+        call_plugin(*b, "host_free", [&] { return b->api.host_free(p); });
+      }
       return failf(ACCEL_ERROR_INTERNAL,
                    "{}: backend '{}' returned {} which overlaps {} at {} that is still live", fn,
                    b->name, p, type_words(clash.type), reinterpret_cast<void*>(clash.base));
     }
+    if (!caching) native_host_account_alloc(bytes);
     uint64_t now = g_host_stats.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t peak = g_host_stats.peak.load(std::memory_order_relaxed);
     while (now > peak &&
@@ -125,7 +154,19 @@ accel_status_t accel_host_free(void* ptr) {
       return st;
     Backend& b = *a.backend;
     auto st = ensure_ready(b);
-    if (st == ACCEL_SUCCESS) st = call_plugin(b, "host_free", [&] { return b.api.host_free(ptr); });
+    if (st == ACCEL_SUCCESS) {
+      if (caching_allocator()) {
+        // Reused once the copies queued from it (accel_memcpy_async told
+        // the cache their streams) have completed.
+        if (host_cache(b).free(ptr) != accel::alloc::Lookup::kFound) {
+          st = failf(ACCEL_ERROR_INTERNAL,
+                     "{}: {} is in the memory table but not in the cache of '{}'", fn, ptr, b.name);
+        }
+      } else {
+        st = call_plugin(b, "host_free", [&] { return b.api.host_free(ptr); });
+        if (st == ACCEL_SUCCESS) native_host_account_free(a.bytes);
+      }
+    }
     if (st != ACCEL_SUCCESS) {
       record_allocation(a);  // nothing changes on failure
       return st;
@@ -242,6 +283,36 @@ accel_status_t accel_host_memory_stats(accel_host_memory_stats_t* stats) {
     size_t caller_size = stats->struct_size;
     std::memcpy(stats, &full, std::min(caller_size, sizeof full));
     stats->struct_size = caller_size;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_empty_host_cache(void) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    // Nothing is cached under backend:native, and before the first
+    // accel_host_malloc no cache exists: no backend is initialised here.
+    return empty_host_caches();
+  });
+}
+
+accel_status_t accel_host_memory_stats_list(accel_memory_stat_t* stats, size_t capacity,
+                                            size_t* count) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (count == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: count is NULL", fn);
+    if (stats == nullptr && capacity > 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stats is NULL and capacity is {}", fn,
+                   capacity);
+    }
+    std::vector<accel::alloc::NamedValue> flat;
+    accel::alloc::flatten(host_cache_stats(), flat);
+    for (size_t i = 0; i < flat.size() && i < capacity; ++i) {
+      stats[i].name = flat[i].name;
+      stats[i].value = flat[i].value;
+    }
+    *count = flat.size();
     return ACCEL_SUCCESS;
   });
 }

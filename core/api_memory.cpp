@@ -10,6 +10,8 @@
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
+#include "device_memory.hpp"
+#include "host_cache_hook.hpp"
 #include "memory_table.hpp"
 #include "peer.hpp"
 #include "runtime.hpp"
@@ -17,14 +19,6 @@
 using namespace accel::core;
 
 namespace {
-
-accel_status_t require_memory_ops(const char* fn, const Backend& b) {
-  if (b.api.mem_alloc == nullptr) {
-    return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support device memory", fn,
-                 b.name);
-  }
-  return ACCEL_SUCCESS;
-}
 
 // A device-side pointer of a copy must lie, with all its bytes, inside one
 // live allocation of the stream's device.
@@ -55,9 +49,14 @@ accel_status_t check_device_range(const char* fn, const char* what, const void* 
 }
 
 // A host-side pointer that is really device memory is a mixed-up kind.
-accel_status_t check_host_pointer(const char* fn, const char* what, const void* p) {
-  Allocation a;
-  if (find_allocation(p, a) && a.type == ACCEL_MEMORY_DEVICE) {
+// `a` is the table's entry for `p` when it has one (type UNKNOWN otherwise).
+accel_status_t check_host_pointer(const char* fn, const char* what, const void* p,
+                                  Allocation& a) {
+  if (!find_allocation(p, a)) {
+    a.type = ACCEL_MEMORY_UNKNOWN;
+    return ACCEL_SUCCESS;
+  }
+  if (a.type == ACCEL_MEMORY_DEVICE) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                  "{}: {} {} is device memory of {} device {}; the copy kind says host memory", fn,
                  what, p, a.backend->name, a.device);
@@ -67,10 +66,136 @@ accel_status_t check_host_pointer(const char* fn, const char* what, const void* 
 
 }  // namespace
 
-extern "C" {
+namespace accel::core {
 
-accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
-  const char* const fn = __func__;
+accel_status_t require_memory_ops(const char* fn, const Backend& b) {
+  if (b.api.mem_alloc == nullptr) {
+    return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support device memory", fn,
+                 b.name);
+  }
+  return ACCEL_SUCCESS;
+}
+
+accel_status_t allocate_device_memory(const char* fn, Backend& b, int32_t device,
+                                      accel_stream_s* stream, size_t bytes, const void* caller,
+                                      void** ptr) {
+  DeviceMemory& m = device_memory(b, device);
+  void* p = nullptr;
+  if (caching_allocator()) {
+    std::string why;
+    auto st = m.allocator.allocate(bytes, stream, caller, &p, why);
+    if (st != ACCEL_SUCCESS) {
+      if (why.empty()) return st;  // the plugin's failure, already reported
+      std::string vendor = last_error();
+      return failf(st, "{}: {} device {}: {}{}{}", fn, b.name, device, why,
+                   vendor.empty() ? "" : "; the backend said: ", vendor);
+    }
+  } else {
+    auto st = call_plugin(b, "mem_alloc", [&] { return b.api.mem_alloc(device, bytes, &p); });
+    if (st != ACCEL_SUCCESS) return st;
+    if (p == nullptr) {
+      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
+                   b.name);
+    }
+    record_allocation({reinterpret_cast<uintptr_t>(p), bytes, &b, device, ACCEL_MEMORY_DEVICE});
+    native_account_alloc(m, bytes);
+  }
+  DeviceState& ds = b.devices[device];
+  uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  uint64_t peak = ds.peak.load(std::memory_order_relaxed);
+  while (now > peak && !ds.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  ds.live_allocations.fetch_add(1, std::memory_order_relaxed);
+  ds.total_allocations.fetch_add(1, std::memory_order_relaxed);
+  t_hot.last_memory = &m;
+  *ptr = p;
+  return ACCEL_SUCCESS;
+}
+
+namespace {
+
+void count_free(Backend& b, int32_t device, size_t bytes) {
+  DeviceState& ds = b.devices[device];
+  ds.allocated.fetch_sub(bytes, std::memory_order_relaxed);
+  ds.live_allocations.fetch_sub(1, std::memory_order_relaxed);
+}
+
+accel_status_t not_live(const char* fn, const void* ptr) {
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: {} is not a live allocation from accel_malloc (freed twice?)", fn, ptr);
+}
+
+accel_status_t inside(const char* fn, const void* ptr, uintptr_t base, size_t bytes) {
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: {} points inside an allocation of {} bytes at {}; pass the pointer "
+               "accel_malloc returned",
+               fn, ptr, bytes, reinterpret_cast<void*>(base));
+}
+
+}  // namespace
+
+accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_stream_s* stream,
+                                  const void* caller) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+  Allocation a;
+  if (!find_entry(ptr, a)) return not_live(fn, ptr);
+  if (a.type != ACCEL_MEMORY_DEVICE) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is host memory; free it with {}", fn, ptr,
+                 a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_free" : "accel_host_unregister");
+  }
+  Backend& b = *a.backend;
+  if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) return st;
+  if (async) {
+    if (stream == nullptr) {
+      if (auto st = current_stream(b, a.device, stream); st != ACCEL_SUCCESS) return st;
+    } else if (stream->backend != &b || stream->device != a.device) {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: {} belongs to {} device {} but the stream to {} device {}", fn, ptr,
+                   b.name, a.device, stream->backend->name, stream->device);
+    }
+  }
+  if (a.owner != nullptr) {
+    alloc::BlockInfo info;
+    switch (a.owner->allocator.free(ptr, stream, caller, &info)) {
+      case alloc::Lookup::kFound:
+        count_free(b, a.device, info.requested);
+        t_hot.last_memory = a.owner;
+        return ACCEL_SUCCESS;
+      case alloc::Lookup::kInside:
+        return inside(fn, ptr, info.base, info.requested);
+      case alloc::Lookup::kMissing:
+        return not_live(fn, ptr);
+    }
+  }
+  if (a.base != reinterpret_cast<uintptr_t>(ptr)) return inside(fn, ptr, a.base, a.bytes);
+  if (async) {
+    // backend:native has no stream order to free in: wait for the stream.
+    if (running_on_stream(stream)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: called from a host function on the stream it would wait for", fn);
+    }
+    if (auto st = call_plugin(b, "stream_synchronize",
+                              [&] { return b.api.stream_synchronize(stream->native); });
+        st != ACCEL_SUCCESS)
+      return st;
+  }
+  if (!take_allocation(ptr, a)) return not_live(fn, ptr);  // a racing free won
+  auto st = call_plugin(b, "mem_free", [&] { return b.api.mem_free(a.device, ptr); });
+  if (st != ACCEL_SUCCESS) {
+    record_allocation(a);  // nothing changes on failure
+    return st;
+  }
+  count_free(b, a.device, a.bytes);
+  native_account_free(device_memory(b, a.device), a.bytes);
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace accel::core
+
+namespace {
+
+accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void* caller) {
+  const char* const fn = "accel_malloc";
   return guarded(fn, [&] {
     if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
     if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", fn);
@@ -80,63 +205,42 @@ accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
     if (auto st = require_memory_ops(fn, *b); st != ACCEL_SUCCESS) return st;
-    void* p = nullptr;
-    auto st = call_plugin(*b, "mem_alloc", [&] { return b->api.mem_alloc(target, bytes, &p); });
-    if (st != ACCEL_SUCCESS) return st;
-    if (p == nullptr) {
-      return failf(ACCEL_ERROR_INTERNAL, "{}: backend '{}' returned success and a NULL pointer", fn,
-                   b->name);
+    accel_stream_s* stream = nullptr;
+    if (caching_allocator()) {
+      if (auto st = current_stream(*b, target, stream); st != ACCEL_SUCCESS) return st;
     }
-    record_allocation({reinterpret_cast<uintptr_t>(p), bytes, b, target, ACCEL_MEMORY_DEVICE});
-    DeviceState& ds = b->devices[target];
-    uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    uint64_t peak = ds.peak.load(std::memory_order_relaxed);
-    while (now > peak && !ds.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
-    ds.live_allocations.fetch_add(1, std::memory_order_relaxed);
-    ds.total_allocations.fetch_add(1, std::memory_order_relaxed);
-    *ptr = p;
-    return ACCEL_SUCCESS;
+    return allocate_device_memory(fn, *b, target, stream, bytes, caller, ptr);
   });
 }
 
-accel_status_t accel_free(void* ptr) {
-  const char* const fn = __func__;
+accel_status_t free_impl(void* ptr, const void* caller) {
+  const char* const fn = "accel_free";
   return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
-    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-    Allocation a;
-    if (find_allocation(ptr, a) && a.type != ACCEL_MEMORY_DEVICE) {
-      return failf(
-          ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is host memory; free it with {}", fn, ptr,
-          a.type == ACCEL_MEMORY_HOST_PINNED ? "accel_host_free" : "accel_host_unregister");
-    }
-    if (!take_allocation(ptr, a)) {
-      if (find_allocation(ptr, a)) {
-        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                     "{}: {} points inside an allocation of {} bytes at {}; pass the pointer "
-                     "accel_malloc returned",
-                     fn, ptr, a.bytes, reinterpret_cast<void*>(a.base));
+    // Most frees are of memory of the device this thread last allocated on
+    // or freed: its allocator answers without the process-wide table.
+    if (DeviceMemory* m = t_hot.last_memory; m != nullptr && caching_allocator()) {
+      if (check_reentry(fn) == ACCEL_SUCCESS && ensure_ready(m->backend) == ACCEL_SUCCESS) {
+        accel::alloc::BlockInfo info;
+        if (m->allocator.free(ptr, nullptr, caller, &info) == accel::alloc::Lookup::kFound) {
+          count_free(m->backend, m->device, info.requested);
+          return ACCEL_SUCCESS;
+        }
       }
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: {} is not a live allocation from accel_malloc (freed twice?)", fn, ptr);
     }
-    Backend& b = *a.backend;
-    if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) {
-      record_allocation(a);  // nothing changes on failure
-      return st;
-    }
-    auto st = call_plugin(b, "mem_free", [&] { return b.api.mem_free(a.device, ptr); });
-    if (st != ACCEL_SUCCESS) {
-      record_allocation(a);
-      return st;
-    }
-    DeviceState& ds = b.devices[a.device];
-    ds.allocated.fetch_sub(a.bytes, std::memory_order_relaxed);
-    ds.live_allocations.fetch_sub(1, std::memory_order_relaxed);
-    return ACCEL_SUCCESS;
+    return free_device_memory(fn, ptr, false, nullptr, caller);
   });
 }
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr) {
+  return malloc_impl(device, bytes, ptr, __builtin_return_address(0));
+}
+
+accel_status_t accel_free(void* ptr) { return free_impl(ptr, __builtin_return_address(0)); }
 
 accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                                   accel_memcpy_kind_t kind, accel_stream_t stream) {
@@ -169,14 +273,18 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     }
     bool dst_device = kind != ACCEL_MEMCPY_DEVICE_TO_HOST;
     bool src_device = kind != ACCEL_MEMCPY_HOST_TO_DEVICE;
+    Allocation host;  // the host side's table entry, if any
     auto st = dst_device ? check_device_range(fn, "dst", dst, bytes, *stream)
-                         : check_host_pointer(fn, "dst", dst);
+                         : check_host_pointer(fn, "dst", dst, host);
     if (st != ACCEL_SUCCESS) return st;
     st = src_device ? check_device_range(fn, "src", src, bytes, *stream)
-                    : check_host_pointer(fn, "src", src);
+                    : check_host_pointer(fn, "src", src, host);
     if (st != ACCEL_SUCCESS) return st;
-    return call_plugin(b, "memcpy_async",
-                       [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
+    st = call_plugin(b, "memcpy_async",
+                     [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
+    // A cached pinned block is not reused before this copy has run.
+    if (st == ACCEL_SUCCESS && host.type == ACCEL_MEMORY_HOST_PINNED) note_host_use(host, stream);
+    return st;
   });
 }
 
@@ -251,6 +359,11 @@ accel_status_t accel_reset_peak_memory_stats(int32_t device) {
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     DeviceState& ds = b->devices[target];
     ds.peak.store(ds.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (DeviceMemory* m = find_device_memory(*b, target)) {
+      m->allocator.reset_peak();
+      std::lock_guard lock(m->native_mutex);
+      m->native_stats.reset_peak();
+    }
     return ACCEL_SUCCESS;
   });
 }

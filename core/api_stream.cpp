@@ -5,6 +5,8 @@
 
 #include "callbacks.hpp"
 #include "checks.hpp"
+#include "device_memory.hpp"
+#include "host_cache_hook.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -178,6 +180,10 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
       stream->native_cached.store(false, std::memory_order_relaxed);
     }
     Backend& b = *stream->backend;
+    // Cached memory of the stream moves to the default stream once the
+    // stream's queued work is done (a marker recorded now, before it goes).
+    retire_stream_memory(stream);
+    retire_stream_host_memory(stream);
     auto st =
         call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
     stream_pool().release(stream);

@@ -16,6 +16,8 @@ struct accel_stream_s;
 
 namespace accel::core {
 
+struct DeviceMemory;  // device_memory.hpp
+
 // Per-device bookkeeping owned by the core (not the plugin).
 struct DeviceState {
   std::atomic<accel_stream_s*> default_stream{nullptr};
@@ -23,6 +25,8 @@ struct DeviceState {
   std::atomic<uint64_t> peak{0};
   std::atomic<uint64_t> live_allocations{0};
   std::atomic<uint64_t> total_allocations{0};
+  // The allocator of this device, created by the first allocation.
+  std::atomic<DeviceMemory*> memory{nullptr};
 };
 
 struct Backend {

@@ -5,6 +5,8 @@
 #include "callbacks.hpp"
 #include "handles.hpp"
 #include "log.hpp"
+#include "device_memory.hpp"
+#include "host_cache_hook.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
 
@@ -43,7 +45,7 @@ void unlock_unless_held(std::mutex& m) {
 }
 
 // Lock order: discovery, per-backend init and default-stream locks, the
-// allocation table, the handle pools. No other path takes two of these.
+// device allocators (registry first), the allocation table, the handle pools. No other path takes two of these.
 // Before discovery has finished only the discovery lock exists to take: a
 // fork() while another thread runs discovery waits for it, so the child
 // never inherits the lock held by a thread it does not have (its first
@@ -58,6 +60,8 @@ void prepare() {
     lock_unless_held(b->init_mutex);
     lock_unless_held(b->default_stream_mutex);
   }
+  lock_device_memory_for_fork();
+  lock_host_caches_for_fork();
   allocation_mutex().lock();
   stream_pool().mutex().lock();
   event_pool().mutex().lock();
@@ -73,6 +77,8 @@ void release() {
   event_pool().mutex().unlock();
   stream_pool().mutex().unlock();
   allocation_mutex().unlock();
+  unlock_host_caches_after_fork();
+  unlock_device_memory_after_fork();
   for (auto it = g_rt->entries.rbegin(); it != g_rt->entries.rend(); ++it) {
     unlock_unless_held((*it)->default_stream_mutex);
     unlock_unless_held((*it)->init_mutex);

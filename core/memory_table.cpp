@@ -1,5 +1,7 @@
 #include "memory_table.hpp"
 
+#include "device_memory.hpp"
+
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -33,7 +35,7 @@ bool take_allocation(const void* ptr, Allocation& out) {
   return true;
 }
 
-bool find_allocation(const void* ptr, Allocation& out) {
+bool find_entry(const void* ptr, Allocation& out) {
   auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(g_mutex);
   auto it = g_table.upper_bound(p);
@@ -42,6 +44,28 @@ bool find_allocation(const void* ptr, Allocation& out) {
   if (p - it->second.base >= it->second.bytes) return false;
   out = it->second;
   return true;
+}
+
+bool find_allocation(const void* ptr, Allocation& out) {
+  if (!find_entry(ptr, out)) return false;
+  if (out.owner == nullptr) return true;
+  // Asked without the table's lock held: allocators take it while holding
+  // theirs. The segment may be gone by now; the allocator answers for the
+  // blocks it holds at this moment.
+  alloc::BlockInfo block;
+  if (!out.owner->allocator.find(ptr, block)) return false;
+  out.base = block.base;
+  out.bytes = block.requested;
+  return true;
+}
+
+std::vector<Allocation> entries_of(const Backend* b, int32_t device) {
+  std::vector<Allocation> out;
+  std::lock_guard lock(g_mutex);
+  for (auto& [base, a] : g_table) {
+    if (a.backend == b && a.device == device && a.type == ACCEL_MEMORY_DEVICE) out.push_back(a);
+  }
+  return out;
 }
 
 bool record_if_disjoint(const Allocation& a, Allocation& overlap) {

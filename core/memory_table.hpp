@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "backend.hpp"
 
@@ -20,6 +21,10 @@ struct Allocation {
   int32_t device = 0;  // device allocations only; -1 for host memory
   // ACCEL_MEMORY_DEVICE, ACCEL_MEMORY_HOST_PINNED or ACCEL_MEMORY_HOST_REGISTERED.
   accel_memory_type_t type = ACCEL_MEMORY_DEVICE;
+  // Set for a segment of the caching allocator: the entry covers the whole
+  // vendor allocation and `owner` knows the blocks in it. find_allocation
+  // answers with the block, never the segment.
+  struct DeviceMemory* owner = nullptr;
 };
 
 std::mutex& allocation_mutex();
@@ -27,8 +32,14 @@ std::mutex& allocation_mutex();
 void record_allocation(const Allocation& a);
 // Removes the allocation starting exactly at `ptr`; false if none.
 bool take_allocation(const void* ptr, Allocation& out);
-// The allocation containing `ptr`, if any.
+// The allocation containing `ptr`, if any: for caching-allocator memory, the
+// live block (base and requested bytes) holding it.
 bool find_allocation(const void* ptr, Allocation& out);
+// The table's own entry containing `ptr` (a whole segment for the caching
+// allocator), if any.
+bool find_entry(const void* ptr, Allocation& out);
+// Entries of device `device` of `b` (snapshots under backend:native).
+std::vector<Allocation> entries_of(const Backend* b, int32_t device);
 // Records `a` unless [a.base, a.base + a.bytes) overlaps a live entry; then
 // returns false and that entry in `overlap`.
 bool record_if_disjoint(const Allocation& a, Allocation& overlap);

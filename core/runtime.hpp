@@ -62,6 +62,9 @@ struct HotThread {
   // host->set_error was called during the current plugin call.
   bool plugin_error_set = false;
   struct ThreadState* cold = nullptr;  // see thread_state()
+  // The device whose allocator served this thread's last accel_malloc or
+  // accel_free: accel_free asks it first, before the process-wide table.
+  struct DeviceMemory* last_memory = nullptr;
 };
 extern constinit thread_local HotThread t_hot __attribute__((tls_model("initial-exec")));
 

@@ -387,7 +387,10 @@ ACCEL_API accel_status_t accel_event_device(accel_event_t event, int32_t* device
 /* ------------------------------------------------------------------------ */
 
 /* Allocates `bytes` (> 0) bytes of device memory on `device` (negative:
- * current) and stores the device pointer in *ptr. Counted in the device's
+ * current) and stores the device pointer in *ptr, ordered on the calling
+ * thread's current stream of that device (see the caching allocator below;
+ * the pointer is aligned to at least 256 bytes as with cuMemAlloc wherever
+ * the vendor's allocations are). Counted in the device's
  * allocation statistics. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL or
  * bytes 0), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
  * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
@@ -395,8 +398,12 @@ ACCEL_API accel_status_t accel_event_device(accel_event_t event, int32_t* device
 ACCEL_API accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr);
 
 /* Frees memory from accel_malloc (any thread; the device is found from the
- * pointer). NULL is a no-op returning ACCEL_SUCCESS. The caller must make sure
- * no queued work still uses it (synchronize first). Statuses:
+ * pointer). NULL is a no-op returning ACCEL_SUCCESS. With the caching
+ * allocator (the default) the block returns to the cache of the stream it
+ * was allocated on, so work queued on that stream may still use it; work on
+ * other streams must be named with accel_record_stream first. With
+ * ACCEL_ALLOC_CONF=backend:native it is a vendor free: the caller must make
+ * sure no queued work still uses it (synchronize first). Statuses:
  * ACCEL_ERROR_INVALID_ARGUMENT (not a live pointer from accel_malloc),
  * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuMemFree. */
 ACCEL_API accel_status_t accel_free(void* ptr);
@@ -453,10 +460,130 @@ typedef struct accel_memory_stats_s {
  * ACCEL_ERROR_INVALID_DEVICE. Does not initialise the backend. */
 ACCEL_API accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats);
 
-/* Sets the peak of `device` (negative: current) to the bytes allocated now.
+/* Sets the peak of `device` (negative: current) to the bytes allocated now,
+ * and every peak of accel_memory_stats_list to its current value.
  * Statuses: ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE.
  * torch.accelerator.reset_peak_memory_stats. */
 ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
+
+/* ------------------------------------------------------------------------ */
+/* Stream-ordered caching allocator (docs/memory.md)                          */
+/* ------------------------------------------------------------------------ */
+/* accel_malloc and accel_malloc_async hand out blocks of larger vendor
+ * allocations ("segments") that the core caches, the design of PyTorch's
+ * CUDA caching allocator done once for every backend. A block belongs to the
+ * stream it was allocated on (accel_malloc: the calling thread's current
+ * stream of the device); once freed it is reused at once by later
+ * allocations on that stream, which run after everything queued before the
+ * free, and by other streams only after the work of the streams named with
+ * accel_record_stream / accel_free_async has completed. So accel_free is
+ * safe while work that uses the memory is still queued on its stream.
+ *
+ * ACCEL_ALLOC_CONF (read once, at the first allocation, through
+ * secure_getenv) configures it with PYTORCH_CUDA_ALLOC_CONF's syntax and key
+ * names, "key:value,key:value":
+ *   backend:caching|native   native: every accel_malloc is one vendor
+ *                            allocation and every accel_free one vendor free,
+ *                            as before the allocator existed (accel_free then
+ *                            needs the memory idle, as cuMemFree does).
+ *   max_split_size_mb:N      blocks of N MiB or more are never split (N > 20).
+ *   garbage_collection_threshold:F  0 < F < 1: above F x the device's memory
+ *                            reserved, free cached blocks unused the longest.
+ *   roundup_power2_divisions:N  round requests above 512 x N bytes up to one
+ *                            of N equal steps between two powers of two (N a
+ *                            power of 2 up to 1024; 1 = off, the default:
+ *                            requests round up to 512 bytes).
+ * PyTorch's other keys (expandable_segments, ...) are refused as unknown.
+ * An invalid value is reported (accel_last_error of the first allocation and
+ * the log) and the whole setting ignored. */
+
+/* Allocates `bytes` (> 0) of device memory on the device of `stream` (NULL:
+ * the current stream of the current device), ordered on that stream: work
+ * queued on it from now on may use the memory. Statuses as accel_malloc,
+ * plus ACCEL_ERROR_INVALID_ARGUMENT for a stream that is not live.
+ * Thread-safe. cudaMallocAsync. */
+ACCEL_API accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** ptr);
+
+/* Frees memory from accel_malloc / accel_malloc_async in the order of
+ * `stream` (NULL: the current stream of the pointer's device): it is reused
+ * only after the work queued on `stream` before this call has completed.
+ * NULL ptr is a no-op. With ACCEL_ALLOC_CONF=backend:native it waits for
+ * `stream` and frees. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (not a live
+ * pointer from accel_malloc, a stream that is not live), ACCEL_ERROR_DEVICE_MISMATCH
+ * (stream of another device or backend), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. cudaFreeAsync. */
+ACCEL_API accel_status_t accel_free_async(void* ptr, accel_stream_t stream);
+
+/* Marks device memory `ptr` (any pointer inside a live allocation) as used
+ * by `stream` as well as by the stream it was allocated on: when it is freed,
+ * it is reused only after the work queued on `stream` up to the free has
+ * completed. A no-op for the allocation's own stream and with
+ * backend:native. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (not inside a live
+ * allocation, stream not live), ACCEL_ERROR_DEVICE_MISMATCH (stream of
+ * another device or backend), ACCEL_ERROR_NO_ACCELERATOR. Thread-safe.
+ * torch.Tensor.record_stream. */
+ACCEL_API accel_status_t accel_record_stream(void* ptr, accel_stream_t stream);
+
+/* Returns the cached segments of `device` (negative: current) that hold no
+ * live allocation to the vendor, after waiting for the streams that last
+ * used them. Allocations stay valid. Statuses: ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. torch.accelerator.empty_cache. */
+ACCEL_API accel_status_t accel_empty_cache(int32_t device);
+
+/* "caching" or "native": the allocator ACCEL_ALLOC_CONF selected. Static
+ * storage; thread-safe. torch.cuda.get_allocator_backend. */
+ACCEL_API const char* accel_get_allocator_backend(void);
+
+/* One statistic of accel_memory_stats_list, named as in
+ * torch.cuda.memory_stats: "<stat>.<pool>.<metric>" with stat one of
+ * allocation, segment, active, inactive_split (counts) and allocated_bytes,
+ * reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes
+ * (bytes); pool all, small_pool (blocks of 1 MiB or less, in 2 MiB segments)
+ * or large_pool; metric current, peak, allocated (added since start or
+ * accel_reset_accumulated_memory_stats) or freed. Then the plain counters
+ * num_alloc_retries, num_ooms, num_sync_all_streams, num_device_alloc,
+ * num_device_free and max_split_size (bytes; -1: unlimited). */
+typedef struct accel_memory_stat_s {
+  const char* name; /* static storage */
+  int64_t value;
+} accel_memory_stat_t;
+
+/* Writes up to `capacity` statistics of `device` (negative: current) to
+ * `stats` and their total number to *count (always the same number and
+ * order in a process; capacity 0 with stats NULL asks for the count).
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (count NULL, stats NULL with
+ * capacity > 0), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE.
+ * Never initialises a backend. Thread-safe. torch.cuda.memory_stats. */
+ACCEL_API accel_status_t accel_memory_stats_list(int32_t device, accel_memory_stat_t* stats,
+                                                 size_t capacity, size_t* count);
+
+/* Sets the allocated and freed counters and the num_* counters of `device`
+ * (negative: current) to 0. Statuses: ACCEL_ERROR_NO_ACCELERATOR,
+ * ACCEL_ERROR_INVALID_DEVICE. Thread-safe.
+ * torch.cuda.reset_accumulated_memory_stats. */
+ACCEL_API accel_status_t accel_reset_accumulated_memory_stats(int32_t device);
+
+/* Writes a JSON snapshot of `device`'s allocator (negative: current device;
+ * schema in docs/memory.md: segments with their blocks, sizes, states and
+ * streams, the statistics, and the recorded history) to `buffer`, NUL
+ * terminated, and its length without the NUL to *length. When `capacity`
+ * is smaller than *length + 1 nothing is written and the status is
+ * ACCEL_ERROR_OUT_OF_RANGE (capacity 0 with buffer NULL asks for the
+ * length; the snapshot may grow between the two calls). Statuses also:
+ * ACCEL_ERROR_INVALID_ARGUMENT (length NULL, buffer NULL with capacity > 0),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE. Thread-safe.
+ * torch.cuda.memory._snapshot. */
+ACCEL_API accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capacity,
+                                               size_t* length);
+
+/* Keeps the last `max_entries` allocator events of every device (allocation,
+ * free requested, free completed, segment allocated and freed, empty cache,
+ * out of memory; with a timestamp, the stream and the caller's address) for
+ * accel_memory_snapshot; 0 stops recording and drops the history. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (more than 1 << 24 entries). Thread-safe.
+ * torch.cuda.memory._record_memory_history. */
+ACCEL_API accel_status_t accel_record_memory_history(size_t max_entries);
 
 /* ------------------------------------------------------------------------ */
 /* Device properties                                                          */
@@ -832,6 +959,20 @@ typedef struct accel_host_memory_stats_s {
  * ACCEL_ERROR_INVALID_ARGUMENT (stats NULL or struct_size < sizeof(size_t)).
  * Thread-safe. torch.cuda.host_memory_stats. */
 ACCEL_API accel_status_t accel_host_memory_stats(accel_host_memory_stats_t* stats);
+
+/* Returns the cached pinned host blocks (accel_host_malloc keeps freed ones
+ * for reuse, as torch's caching host allocator does) that no queued copy
+ * still uses to the vendor. Statuses: ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. torch.cuda.empty_host_cache. */
+ACCEL_API accel_status_t accel_empty_host_cache(void);
+
+/* Statistics of the pinned host memory cache, as accel_memory_stats_list:
+ * allocation, segment, allocated_bytes, reserved_bytes (each .current,
+ * .peak, .allocated, .freed), num_host_alloc, num_host_free. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (count NULL, stats NULL with capacity > 0).
+ * Thread-safe. torch.cuda.host_memory_stats. */
+ACCEL_API accel_status_t accel_host_memory_stats_list(accel_memory_stat_t* stats, size_t capacity,
+                                                      size_t* count);
 
 /* ------------------------------------------------------------------------ */
 /* Backend introspection (diagnostics: what accelctl shows)                   */

@@ -12,7 +12,8 @@
  *    accel_status_t and the calling thread's accel_last_error() text taken at
  *    the moment of failure;
  *  - ownership: Stream, Event and DeviceBuffer<T> are move-only RAII handles
- *    (destroy/free in the destructor); DeviceIndexGuard and StreamGuard
+ *    (destroy/free in the destructor; DeviceBuffer frees in the order of the
+ *    stream it was allocated on); DeviceIndexGuard and StreamGuard
  *    restore the calling thread's current device / stream on scope exit,
  *    also when an exception unwinds;
  *  - std::optional<int> where the C API takes "a negative index means the
@@ -56,6 +57,7 @@
 #include <cstdio>
 #include <exception>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -174,6 +176,13 @@ inline void check(accel_status_t st, const char* operation) {
 /* The C spelling of an optional device: empty is -1, "the current device". */
 constexpr int32_t c_device(std::optional<int> device) noexcept {
   return device.has_value() ? static_cast<int32_t>(*device) : -1;
+}
+
+/* True under ACCEL_ALLOC_CONF=backend:native, where accel_record_stream is a
+ * no-op and frees are vendor frees (accel_get_allocator_backend). */
+inline bool native_allocator() noexcept {
+  const char* name = accel_get_allocator_backend();
+  return name != nullptr && std::string_view(name) == "native";
 }
 
 }  // namespace detail
@@ -797,16 +806,30 @@ class HostSpan {
   std::size_t size_ = 0;
 };
 
-/* A typed, move-only allocation of device memory (accel_malloc / accel_free)
- * holding size() elements of T. T must be trivially copyable: the bytes are
- * moved by memcpy-like copies, no constructor ever runs on the device.
- * data() is a device pointer, not dereferenceable on the host.
+/* A typed, move-only allocation of device memory holding size() elements of
+ * T, stream-ordered (accel_malloc_async / accel_free_async, docs/memory.md).
+ * T must be trivially copyable: the bytes are moved by memcpy-like copies, no
+ * constructor ever runs on the device. data() is a device pointer, not
+ * dereferenceable on the host.
+ *
+ * The buffer belongs to the stream it was allocated on (stream(); by default
+ * the calling thread's current stream of its device), and its destructor
+ * frees it in that stream's order: the memory is reused only after the work
+ * queued there before the destructor has completed, so a buffer may go out
+ * of scope, also while an exception unwinds, with copies into it still
+ * queued. Work on other streams is covered too when it goes through the
+ * buffer's own functions (copies, fill_bytes: they call record_stream());
+ * work the program queues elsewhere through data() needs record_stream().
+ * With ACCEL_ALLOC_CONF=backend:native the destructor waits for the
+ * buffer's stream and frees, which is as safe, only slower.
  *
  * Copies are asynchronous on the given stream (by default the current stream
  * of the buffer's device): host memory must stay valid and unchanged until
  * the copy completes (synchronize the stream or an event recorded after it).
- * The destructor frees the memory at once (accel_free is not stream-ordered):
- * make sure no queued work still uses it. A size-0 buffer allocates nothing. */
+ * The buffer's stream must outlive it (as with cudaFreeAsync); should it be
+ * destroyed first, the destructor frees with accel_free, which the core
+ * orders after the destroyed stream's work. A size-0 buffer allocates
+ * nothing. */
 template <class T>
 class DeviceBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
@@ -817,39 +840,54 @@ class DeviceBuffer {
   /* An empty buffer (no memory). */
   DeviceBuffer() noexcept = default;
 
-  /* `count` elements on `device` (empty: current), uninitialised.
-   * Throws Error (ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_INVALID_DEVICE, ...). */
+  /* `count` elements on `device` (empty: current), uninitialised, on the
+   * calling thread's current stream of that device (accel_current_stream,
+   * accel_malloc_async). Throws Error (ACCEL_ERROR_OUT_OF_MEMORY,
+   * ACCEL_ERROR_INVALID_DEVICE, ...). */
   explicit DeviceBuffer(std::size_t count, std::optional<int> device = {}) {
-    if (count > SIZE_MAX / sizeof(T))
-      throw Error(ACCEL_ERROR_OUT_OF_MEMORY,
-                  std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
-                      " bytes overflow size_t",
-                  "DeviceBuffer");
+    check_count(count);
     if (device.has_value() && *device >= 0) {
       device_ = *device;
     } else {
       device_ = current_device_index();
     }
     if (count == 0) return;
-    void* p = nullptr;
-    detail::check(accel_malloc(static_cast<int32_t>(device_), count * sizeof(T), &p),
-                  "accel_malloc");
-    ptr_ = static_cast<T*>(p);
-    size_ = count;
+    accel_stream_t stream = nullptr;
+    detail::check(accel_current_stream(static_cast<int32_t>(device_), &stream),
+                  "accel_current_stream");
+    allocate(count, stream);
   }
 
+  /* `count` elements, uninitialised, on the device of `stream` and
+   * belonging to it (accel_malloc_async): work queued on `stream` from now
+   * on may use them, and the destructor frees in its order. `stream` must
+   * outlive the buffer. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT for a
+   * moved-from or destroyed stream, ACCEL_ERROR_OUT_OF_MEMORY, ...).
+   * cudaMallocAsync. */
+  DeviceBuffer(std::size_t count, const Stream& stream) {
+    check_count(count);
+    device_ = stream.device();
+    stream_ = stream.handle();
+    if (count == 0) return;
+    allocate(count, stream.handle());
+  }
+
+  /* Frees in the order of the buffer's stream (accel_free_async); failures
+   * go to the error handler. */
   ~DeviceBuffer() noexcept { reset(); }
 
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : ptr_(std::exchange(other.ptr_, nullptr)),
         size_(std::exchange(other.size_, 0)),
-        device_(other.device_) {}
+        device_(other.device_),
+        stream_(other.stream_) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       reset();
       ptr_ = std::exchange(other.ptr_, nullptr);
       size_ = std::exchange(other.size_, 0);
       device_ = other.device_;
+      stream_ = other.stream_;
     }
     return *this;
   }
@@ -865,6 +903,34 @@ class DeviceBuffer {
   const T* data() const noexcept { return ptr_; }
   /* Device the memory lives on (-1 for a default-constructed buffer). */
   int device() const noexcept { return device_; }
+  /* The stream the buffer belongs to (non-owning): the one it was allocated
+   * on, in whose order the destructor frees it. A Stream holding no handle
+   * for a default-constructed buffer and for a size-0 buffer made without a
+   * stream. */
+  Stream stream() const noexcept { return Stream::borrow(stream_); }
+
+  /* Tells the allocator that work queued on `stream` uses this buffer, so
+   * the destructor's free waits for that work too (torch's
+   * Tensor.record_stream). Call it after queuing the work: with the caching
+   * allocator and a stream of the buffer's device it is accel_record_stream
+   * (it covers the work queued on `stream` until the free); with
+   * backend:native, and for a stream of another device (a peer copy), it
+   * makes the buffer's own stream wait for the work queued on `stream` so
+   * far (Stream::wait). Nothing for the buffer's own stream or an empty
+   * buffer. The copy functions and fill_bytes call it themselves. Throws
+   * Error (ACCEL_ERROR_INVALID_ARGUMENT for a moved-from or destroyed stream,
+   * ACCEL_ERROR_DEVICE_MISMATCH for a stream of another backend, ...). */
+  void record_stream(const Stream& stream) const {
+    if (ptr_ == nullptr || stream.handle() == stream_) return;
+    if (stream.device() == device_ && !detail::native_allocator()) {
+      detail::check(accel_record_stream(ptr_, stream.handle()), "accel_record_stream");
+      return;
+    }
+    // accel_record_stream is a no-op under backend:native (accel_free_async
+    // waits only for the buffer's stream) and refuses another device's
+    // stream: order the buffer's stream after `stream` instead.
+    Stream::borrow(stream_).wait(stream);
+  }
 
   /* Queues a host-to-device copy of `src` (a std::vector, std::array, C
    * array, {pointer, count}, std::span in C++20: see HostSpan) into
@@ -879,6 +945,7 @@ class DeviceBuffer {
     detail::check(accel_memcpy_async(ptr_ + offset, src.data(), src.size_bytes(),
                                      ACCEL_MEMCPY_HOST_TO_DEVICE, stream.handle()),
                   "accel_memcpy_async");
+    record_stream(stream);
   }
   /* As above, on the calling thread's current stream of the buffer's
    * device. */
@@ -896,6 +963,7 @@ class DeviceBuffer {
     detail::check(accel_memcpy_async(dst.data(), ptr_ + offset, dst.size_bytes(),
                                      ACCEL_MEMCPY_DEVICE_TO_HOST, stream.handle()),
                   "accel_memcpy_async");
+    record_stream(stream);
   }
   /* As above, on the calling thread's current stream of the buffer's
    * device. */
@@ -935,6 +1003,8 @@ class DeviceBuffer {
                         static_cast<int32_t>(src.device_), count * sizeof(T), stream.handle()),
                     "accel_memcpy_peer_async");
     }
+    record_stream(stream);
+    src.record_stream(stream);
   }
 
   /* Queues setting every byte to (unsigned char)value on `stream`.
@@ -943,16 +1013,34 @@ class DeviceBuffer {
     if (size_ == 0) return;
     detail::check(accel_memset_async(ptr_, value, size_bytes(), stream.handle()),
                   "accel_memset_async");
+    record_stream(stream);
   }
   void fill_bytes(int value) { fill_bytes(value, Stream::current(device_)); }
 
-  /* Gives up ownership: the caller must accel_free the pointer. */
+  /* Gives up ownership: the caller must free the pointer
+   * (accel_free_async(ptr, stream().handle()), or accel_free). */
   T* release() noexcept {
     size_ = 0;
     return std::exchange(ptr_, nullptr);
   }
 
  private:
+  static void check_count(std::size_t count) {
+    if (count > SIZE_MAX / sizeof(T))
+      throw Error(ACCEL_ERROR_OUT_OF_MEMORY,
+                  std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
+                      " bytes overflow size_t",
+                  "DeviceBuffer");
+  }
+
+  void allocate(std::size_t count, accel_stream_t stream) {
+    void* p = nullptr;
+    detail::check(accel_malloc_async(count * sizeof(T), stream, &p), "accel_malloc_async");
+    ptr_ = static_cast<T*>(p);
+    size_ = count;
+    stream_ = stream;
+  }
+
   void check_range(std::size_t offset, std::size_t count, const char* op) const {
     if (offset > size_ || count > size_ - offset)
       throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -963,14 +1051,29 @@ class DeviceBuffer {
   }
 
   void reset() noexcept {
-    if (ptr_ != nullptr)
-      detail::report_status("~DeviceBuffer: accel_free", accel_free(std::exchange(ptr_, nullptr)));
     size_ = 0;
+    if (ptr_ == nullptr) return;
+    void* p = std::exchange(ptr_, nullptr);
+    accel_status_t st = accel_free_async(p, stream_);
+    if (st == ACCEL_ERROR_INVALID_ARGUMENT || st == ACCEL_ERROR_DEVICE_MISMATCH) {
+      // The stream was destroyed before the buffer (its handle is refused,
+      // or names a newer stream). accel_free orders the free after the
+      // destroyed stream's work with the caching allocator; backend:native
+      // frees at once, so wait for the device first. A pointer that is not
+      // live fails here again and is reported.
+      if (detail::native_allocator())
+        detail::report_status("~DeviceBuffer: accel_synchronize",
+                              accel_synchronize(static_cast<int32_t>(device_)));
+      detail::report_status("~DeviceBuffer: accel_free", accel_free(p));
+      return;
+    }
+    detail::report_status("~DeviceBuffer: accel_free_async", st);
   }
 
   T* ptr_ = nullptr;
   std::size_t size_ = 0;
   int device_ = -1;
+  accel_stream_t stream_ = nullptr;  // the stream the memory belongs to
 };
 
 /* Allocation statistics counted by accel (torch.accelerator.memory_allocated,
@@ -1011,6 +1114,119 @@ inline MemoryInfo mem_get_info(std::optional<int> device = {}) {
                 "accel_mem_get_info");
   return info;
 }
+
+/* ------------------------------------------------------------------------ */
+/* The caching allocator (docs/memory.md)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* torch.cuda.memory's functions over accel's stream-ordered caching
+ * allocator. `device` empty or negative: the calling thread's current
+ * device. Thread-safe as the C functions they call; each throws Error on
+ * failure (ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ...). */
+namespace memory {
+
+/* Every statistic of the allocator of `device`, by name
+ * ("allocated_bytes.all.current", "num_ooms", ...: accel.h lists them);
+ * bytes or counts as the name says. Never initialises a backend.
+ * accel_memory_stats_list / torch.cuda.memory_stats. */
+inline std::map<std::string, std::int64_t> stats(std::optional<int> device = {}) {
+  const int32_t d = detail::c_device(device);
+  std::size_t count = 0;
+  detail::check(accel_memory_stats_list(d, nullptr, 0, &count), "accel_memory_stats_list");
+  std::vector<accel_memory_stat_t> list(count);
+  std::size_t written = 0;
+  detail::check(accel_memory_stats_list(d, list.data(), list.size(), &written),
+                "accel_memory_stats_list");
+  std::map<std::string, std::int64_t> out;
+  for (std::size_t i = 0; i < written && i < list.size(); ++i)
+    if (list[i].name != nullptr) out.emplace(list[i].name, list[i].value);
+  return out;
+}
+
+/* Returns the cached memory of `device` that no allocation uses to the
+ * vendor, after waiting for the streams that last used it; allocations stay
+ * valid. accel_empty_cache / torch.cuda.empty_cache. */
+inline void empty_cache(std::optional<int> device = {}) {
+  detail::check(accel_empty_cache(detail::c_device(device)), "accel_empty_cache");
+}
+
+/* The JSON snapshot of `device`'s allocator (segments, blocks, statistics,
+ * recorded history; schema in docs/memory.md). The snapshot may grow between
+ * asking for its length and writing it, so this asks again (a few times at
+ * most) while the C call answers ACCEL_ERROR_OUT_OF_RANGE.
+ * accel_memory_snapshot / torch.cuda.memory._snapshot. */
+inline std::string snapshot(std::optional<int> device = {}) {
+  const int32_t d = detail::c_device(device);
+  std::size_t length = 0;
+  accel_status_t st = accel_memory_snapshot(d, nullptr, 0, &length);
+  if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    // Room for what was asked and some growth (another thread allocating),
+    // so that a busy allocator rarely needs a second round.
+    std::string text(length + 1 + length / 8 + 4096, '\0');
+    st = accel_memory_snapshot(d, text.data(), text.size(), &length);
+    if (st == ACCEL_SUCCESS) {
+      text.resize(length);
+      return text;
+    }
+    if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
+  }
+  throw Error(ACCEL_ERROR_OUT_OF_RANGE, "the snapshot kept growing faster than it was read",
+              "accel_memory_snapshot");
+}
+
+/* Keeps the last `max_entries` allocator events of every device for
+ * snapshot(); 0 stops recording and drops them (at most 1 << 24).
+ * accel_record_memory_history / torch.cuda.memory._record_memory_history. */
+inline void record_history(std::size_t max_entries) {
+  detail::check(accel_record_memory_history(max_entries), "accel_record_memory_history");
+}
+
+/* Sets every peak statistic of `device` to its current value.
+ * accel_reset_peak_memory_stats / torch.cuda.reset_peak_memory_stats. */
+inline void reset_peak_stats(std::optional<int> device = {}) {
+  detail::check(accel_reset_peak_memory_stats(detail::c_device(device)),
+                "accel_reset_peak_memory_stats");
+}
+
+/* Sets the ".allocated" / ".freed" and num_* statistics of `device` to 0.
+ * accel_reset_accumulated_memory_stats /
+ * torch.cuda.reset_accumulated_memory_stats. */
+inline void reset_accumulated_stats(std::optional<int> device = {}) {
+  detail::check(accel_reset_accumulated_memory_stats(detail::c_device(device)),
+                "accel_reset_accumulated_memory_stats");
+}
+
+/* "caching" or "native" (ACCEL_ALLOC_CONF's backend). Never fails.
+ * accel_get_allocator_backend / torch.cuda.get_allocator_backend. */
+inline std::string allocator_backend() {
+  const char* name = accel_get_allocator_backend();
+  return name != nullptr ? name : "";
+}
+
+/* Every statistic of the pinned host memory cache (accel_host_malloc), by
+ * name ("allocated_bytes.current", "num_host_alloc", ...).
+ * accel_host_memory_stats_list / torch.cuda.host_memory_stats. */
+inline std::map<std::string, std::int64_t> host_stats() {
+  std::size_t count = 0;
+  detail::check(accel_host_memory_stats_list(nullptr, 0, &count), "accel_host_memory_stats_list");
+  std::vector<accel_memory_stat_t> list(count);
+  std::size_t written = 0;
+  detail::check(accel_host_memory_stats_list(list.data(), list.size(), &written),
+                "accel_host_memory_stats_list");
+  std::map<std::string, std::int64_t> out;
+  for (std::size_t i = 0; i < written && i < list.size(); ++i)
+    if (list[i].name != nullptr) out.emplace(list[i].name, list[i].value);
+  return out;
+}
+
+/* Returns the cached pinned host blocks that no queued copy still uses to
+ * the vendor. accel_empty_host_cache / torch.cuda.empty_host_cache. */
+inline void empty_host_cache() {
+  detail::check(accel_empty_host_cache(), "accel_empty_host_cache");
+}
+
+}  // namespace memory
 
 /* ------------------------------------------------------------------------ */
 /* Device properties and backends                                             */
@@ -1108,8 +1324,12 @@ inline std::vector<BackendInfo> backends() {
  * (accel_host_malloc): copies between it and device memory are truly
  * asynchronous. It is a contiguous range (data(), size()), so it converts to
  * HostSpan for DeviceBuffer::copy_from / copy_to. The elements are not
- * initialised. Its destructor frees at once (accel_host_free): synchronize
- * the copies that use it first. torch's pin_memory / cudaMallocHost. */
+ * initialised. Its destructor calls accel_host_free: with the caching
+ * allocator (the default) the block goes back to the pinned host cache,
+ * which hands it out again only once the copies queued with it have
+ * completed; with ACCEL_ALLOC_CONF=backend:native it is a vendor free at
+ * once, so synchronize the copies that use it first (docs/memory.md).
+ * torch's pin_memory / cudaMallocHost. */
 template <class T>
 class HostBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "HostBuffer<T> needs a trivially copyable T");

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs accel's benchmarks and prints every ratio against its floor.
 
-Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick]
+Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick] [--alloc BENCH_ALLOC]
+              [--only-alloc]
 
 1. bench_dispatch (Google Benchmark): per-thread queries against a
    thread_local read through a function pointer; operations against the same
@@ -11,6 +12,13 @@ Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick]
    once with every built plugin on ACCEL_PLUGIN_PATH, against the same program
    not calling accel, and against `clinfo -l`; medians of interleaved runs.
 3. Peak RSS added by discovery (core + every plugin loaded).
+4. With --alloc, bench_alloc (Google Benchmark): the caching allocator's
+   accel_malloc + accel_free pair on sim and on PoCL against the same pair
+   with ACCEL_ALLOC_CONF=backend:native (another process: the setting is
+   read once) and against clSVMAlloc + clSVMFree called directly; two
+   threads on two devices against one; reserved / allocated bytes at the
+   peak of a replayed training trace, with the default configuration and
+   with roundup_power2_divisions:4. --only-alloc runs this part alone.
 """
 import json
 import os
@@ -21,11 +29,15 @@ import sys
 import time
 
 
-def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None):
-    out = os.path.join(os.path.dirname(OUT), "bench-dispatch-%s.json" % tag)
+def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None, prefix="bench-dispatch",
+                 reps_out=None):
+    """Medians by run name. With reps_out (a dict), every repetition is kept
+    too: reps_out[run name] = the list of its repetitions' entries."""
+    out = os.path.join(os.path.dirname(OUT), "%s-%s.json" % (prefix, tag))
     reps = "3" if quick else "7"
     argv = [exe, "--benchmark_repetitions=" + reps,
-            "--benchmark_report_aggregates_only=true",
+            "--benchmark_display_aggregates_only=true" if reps_out is not None
+            else "--benchmark_report_aggregates_only=true",
             "--benchmark_min_time=0.05" if quick else "--benchmark_min_time=0.2",
             "--benchmark_out=" + out, "--benchmark_out_format=json"]
     if bench_filter:
@@ -35,15 +47,119 @@ def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None):
         data = json.load(f)
     med = {}
     for b in data["benchmarks"]:
+        if reps_out is not None and "error_message" in b:
+            raise SystemExit("%s: %s: %s" % (os.path.basename(exe), b["name"], b["error_message"]))
         if b.get("aggregate_name") == "median":
             med[b["run_name"]] = b
+        elif reps_out is not None and b.get("run_type") == "iteration":
+            reps_out.setdefault(b["run_name"], []).append(b)
     return med
 
 
-def ns(med, name):
+def ns(med, name, key="real_time"):
     b = med[name]
     scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
-    return b["real_time"] * scale
+    return b[key] * scale
+
+
+def run_alloc(exe, quick, rows, over):
+    """The caching allocator's rows (see bench_alloc.cpp)."""
+    base = dict(os.environ)
+    base.pop("ACCEL_ALLOC_CONF", None)
+    base.pop("ACCEL_BACKEND", None)
+    native = dict(base, ACCEL_ALLOC_CONF="backend:native")
+    round4 = dict(base, ACCEL_ALLOC_CONF="roundup_power2_divisions:4")
+    passes = {}  # tag -> (medians, repetitions)
+
+    def bench(tag, bench_filter, env):
+        reps = {}
+        passes[tag] = (run_dispatch(exe, quick, tag, bench_filter, env, "bench-alloc", reps), reps)
+
+    bench("sim", "BM_alloc_", base)
+    bench("sim-native", "BM_alloc_pair/", native)
+    bench("sim-round4", "BM_alloc_fragmentation", round4)
+    ocl = os.environ.get("ACCEL_BENCH_OPENCL") == "1"
+    if ocl:
+        ocl_env = dict(base, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
+                       POCL_DEVICES="pthread basic")
+        bench("opencl", "BM_alloc_pair/|BM_ocl_direct_svm_pair", ocl_env)
+        bench("opencl-native", "BM_alloc_pair/", dict(ocl_env, ACCEL_ALLOC_CONF="backend:native"))
+
+    # The pairs never wait for another thread, so their cost is CPU time:
+    # on a shared machine real time also counts the time the benchmark was
+    # descheduled (the JSON keeps both).
+    def cpu(tag, name):
+        med, reps = passes[tag]
+        values = [ns({name: r}, name, "cpu_time") for r in reps.get(name, [])]
+        return ns(med, name, "cpu_time"), (min(values), max(values)) if values else None
+
+    def real(tag, name):
+        return ns(passes[tag][0], name)
+
+    def check(row, ok):
+        row["ok"] = ok
+        if not ok:
+            over.append(row["benchmark"])
+        rows.append(row)
+
+    mib = {1 << 20: "1 MiB", 64 << 20: "64 MiB"}
+    for size, label in mib.items():
+        name = "BM_alloc_pair/%d" % size
+        for tag, backend in (("sim", "sim"), ("opencl", "PoCL")) if ocl else (("sim", "sim"),):
+            t, spread = cpu(tag, name)
+            f, fspread = cpu(tag + "-native", name)
+            check({"benchmark": "[alloc] %s %s" % (tag, name), "floor": "backend:native",
+                   "ns": round(t, 1), "spread": spread, "floor_ns": round(f, 1),
+                   "floor_spread": fspread, "ratio": round(t / f, 4), "real_ns": round(real(tag, name), 1),
+                   "floor_real_ns": round(real(tag + "-native", name), 1),
+                   "target": "pair <= 100 ns",
+                   "what": "%s: accel_malloc + accel_free, %s, cached (floor: the same pair "
+                           "with backend:native)" % (backend, label)}, t <= 100.0)
+        if ocl:
+            t, spread = cpu("opencl", name)
+            f, fspread = cpu("opencl", "BM_ocl_direct_svm_pair/%d" % size)
+            target = 0.125 if size == 1 << 20 else 0.01
+            check({"benchmark": "[alloc] opencl %s vs clSVMAlloc" % name,
+                   "floor": "BM_ocl_direct_svm_pair/%d" % size,
+                   "ns": round(t, 1), "spread": spread, "floor_ns": round(f, 1),
+                   "floor_spread": fspread, "ratio": round(t / f, 4),
+                   "real_ns": round(real("opencl", name), 1),
+                   "floor_real_ns": round(real("opencl", "BM_ocl_direct_svm_pair/%d" % size), 1),
+                   "target": "<= %g (%dx faster)" % (target, round(1 / target)),
+                   "what": "PoCL: cached pair, %s, vs clSVMAlloc + clSVMFree in the same "
+                           "cl_context" % label}, t / f <= target)
+
+    # Two threads, each on its own device, against one: aggregate pairs per
+    # second of real time (what the target is about), and the same from CPU
+    # time per pair, which the other users of a shared machine do not skew.
+    med, reps = passes["sim"]
+    one = med["BM_alloc_pair_threads/1048576/real_time/threads:1"]
+    two = med["BM_alloc_pair_threads/1048576/real_time/threads:2"]
+    scaling = two["items_per_second"] / one["items_per_second"]
+    each = [r["items_per_second"] for r in reps.get("BM_alloc_pair_threads/1048576/real_time/threads:2", [])]
+    ones = [r["items_per_second"] for r in reps.get("BM_alloc_pair_threads/1048576/real_time/threads:1", [])]
+    cpu_scaling = 2.0 * ns(med, "BM_alloc_pair_threads/1048576/real_time/threads:1", "cpu_time") / \
+        ns(med, "BM_alloc_pair_threads/1048576/real_time/threads:2", "cpu_time")
+    check({"benchmark": "[alloc] pair threads:2 / threads:1", "ratio": round(scaling, 3),
+           "scaling_spread": (round(min(each) / max(ones), 3), round(max(each) / min(ones), 3))
+           if each and ones else None,
+           "cpu_scaling": round(cpu_scaling, 3), "target": ">= 1.60",
+           "what": "sim: 1 MiB pairs per second, 2 threads on 2 devices vs 1 thread "
+                   "(from CPU time per pair: %.2f)" % cpu_scaling}, scaling >= 1.6)
+
+    for tag, conf in (("sim", "default"), ("sim-round4", "roundup_power2_divisions:4")):
+        med, reps = passes[tag]
+        for arg, trace in ((0, "fixed 512-token batches"), (1, "batch lengths 512..256")):
+            b = med["BM_alloc_fragmentation/varlen:%d/iterations:1/real_time" % arg]
+            r = b["reserved_over_allocated"]
+            check({"benchmark": "[alloc] fragmentation varlen:%d %s" % (arg, conf),
+                   "MiB": round(b["reserved_peak_MiB"], 1), "floor_MiB": round(b["allocated_peak_MiB"], 1),
+                   "requested_MiB": round(b["requested_peak_MiB"], 1), "ratio": round(r, 3),
+                   "segments": int(b["segments_peak"]), "target": "<= 1.30",
+                   "what": "sim: GPT-2 training trace, %s, %s: reserved / allocated at peak "
+                           "(reserved / requested %.3f)" % (trace, conf,
+                                                            b["reserved_peak_MiB"] / b["requested_peak_MiB"])},
+                  r <= 1.3)
 
 
 def time_process(argv, env):
@@ -56,8 +172,14 @@ def main():
     global OUT
     dispatch, coldstart, OUT = sys.argv[1:4]
     quick = "--quick" in sys.argv
+    alloc = sys.argv[sys.argv.index("--alloc") + 1] if "--alloc" in sys.argv else None
     rows = []
     over = []
+    if "--only-alloc" in sys.argv:
+        if alloc is None:
+            raise SystemExit("--only-alloc needs --alloc BENCH_ALLOC")
+        run_alloc(alloc, quick, rows, over)
+        return report(rows, over)
 
     med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_")
 
@@ -161,13 +283,29 @@ def main():
             rows.append({"benchmark": "peak RSS added by discovery" + label, "kB": int(rss[1]) - int(rss[0]),
                          "what": "VmHWM after accel_device_count() - VmRSS before"})
 
-    print("%-48s %12s %12s %8s %10s  %s" % ("benchmark", "accel", "floor", "ratio", "added", "target"))
+    if alloc is not None:
+        run_alloc(alloc, quick, rows, over)
+    return report(rows, over)
+
+
+def cell(r, prefix=""):
+    """'153.2 ns (148.0-160.1)': the value, its unit and the spread (min-max
+    of the repetitions) where there is one."""
+    for unit in ("ns", "ms", "kB", "MiB"):
+        if prefix + unit in r:
+            text = "%s %s" % (r[prefix + unit], unit)
+            spread = r.get(prefix + "spread")
+            if spread:
+                text += " (%.1f-%.1f)" % spread
+            return text
+    return ""
+
+
+def report(rows, over):
+    print("%-48s %24s %24s %8s %10s  %s" % ("benchmark", "accel", "floor", "ratio", "added", "target"))
     for r in rows:
-        a = r.get("ns", r.get("ms", r.get("kB", "")))
-        unit = "ns" if "ns" in r else "ms" if "ms" in r else "kB" if "kB" in r else ""
-        f = r.get("floor_ns", r.get("floor_ms", ""))
-        print("%-48s %12s %12s %8s %10s  %s%s" % (r["benchmark"], "%s %s" % (a, unit) if a != "" else "",
-                                            "%s %s" % (f, unit) if f != "" else "", r.get("ratio", ""),
+        print("%-48s %24s %24s %8s %10s  %s%s" % (r["benchmark"], cell(r), cell(r, "floor_"),
+                                            r.get("ratio", ""),
                                             "%s ms" % r["added_ms"] if "added_ms" in r else "",
                                             r.get("target", ""),
                                             "" if r.get("ok", True) else "  OVER TARGET"))
@@ -177,13 +315,10 @@ def main():
     with open(md, "w") as f:
         f.write("| benchmark | accel | floor | ratio | added | target |\n|---|---|---|---|---|---|\n")
         for r in rows:
-            unit = "ns" if "ns" in r else "ms" if "ms" in r else "kB" if "kB" in r else ""
-            a = r.get("ns", r.get("ms", r.get("kB", "")))
-            fl = r.get("floor_ns", r.get("floor_ms", ""))
             f.write("| %s | %s | %s | %s | %s | %s |\n" % (
-                r.get("what", r["benchmark"]) if r["benchmark"].startswith("BM_") or
-                r["benchmark"].startswith("[opencl]") else r["benchmark"],
-                "%s %s" % (a, unit) if a != "" else "", "%s %s" % (fl, unit) if fl != "" else "",
+                r.get("what", r["benchmark"]) if r["benchmark"].startswith(("BM_", "[opencl]", "[alloc]"))
+                else r["benchmark"],
+                cell(r), cell(r, "floor_"),
                 r.get("ratio", ""), "%s ms" % r["added_ms"] if "added_ms" in r else "",
                 (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
     print("markdown (the table of docs/performance.md): %s" % md)

@@ -46,12 +46,15 @@
 #include <cinttypes>
 #include <climits>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -64,8 +67,14 @@
 namespace {
 
 // --- bounds -------------------------------------------------------------------
-constexpr size_t kSimMemory = size_t{1} << 20;  // ACCEL_SIM_MEMORY per device
-constexpr size_t kHostBuf = 2 * kSimMemory;     // host buffers: any valid copy fits
+// ACCEL_SIM_MEMORY per device. The caching allocator takes 2 MiB segments
+// for requests of 1 MiB or less and 20 MiB ones up to 10 MiB, so a device
+// holds a few of each: enough that allocations succeed, few enough that the
+// out-of-memory retry (cache freed, markers waited for) runs often.
+constexpr size_t kSimMemory = size_t{32} << 20;
+constexpr size_t kBigAlloc = size_t{12} << 20;        // most "large" requests stay below this
+constexpr size_t kHostSlack = size_t{1} << 20;        // room for the offsets of host pointers
+constexpr size_t kHostBuf = kSimMemory + kHostSlack;  // host buffers: any valid copy fits
 constexpr size_t kMaxAllocs = 24;
 constexpr size_t kMaxStreams = 12;
 constexpr size_t kMaxEvents = 16;
@@ -155,6 +164,11 @@ struct Alloc {
   std::vector<uint8_t> shadow;  // expected contents when `known`
   bool known = true;
   std::set<uint64_t> pending;  // serials of streams that may still touch it
+  // Caching allocator: the stream the block belongs to (its allocation's,
+  // the device's default once that stream is destroyed) and the streams
+  // named with accel_record_stream. A free waits for their work only.
+  uint64_t owner = 0;
+  std::set<uint64_t> recorded;
 };
 
 struct Stream {
@@ -183,6 +197,11 @@ struct Global {
   std::vector<uint8_t> pattern;  // read-only host source
   std::vector<uint8_t> sink;     // host destination (contents unpredictable)
   std::vector<uint8_t> heap;     // another host buffer (contents unpredictable)
+  bool caching = true;           // accel_get_allocator_backend() is "caching"
+  // accel_memory_stats_list: the names, in the order of the first call.
+  std::vector<std::string> stat_names;
+  std::map<std::string, size_t> stat_index;
+  std::vector<bool> touched;  // per device: an allocation reached the allocator
 } G;
 
 // Per-input state (torn down at the end of each input).
@@ -195,6 +214,7 @@ struct Model {
   std::vector<accel_stream_t> dead_streams;
   std::vector<accel_event_t> dead_events;
   std::vector<uintptr_t> freed;  // bases given back
+  size_t history = 0;            // accel_record_memory_history's last value
 } M;
 
 std::atomic<uint64_t> g_hostfn_ran{0};
@@ -306,7 +326,7 @@ size_t pick_size(Input& in) {
     case 8:
       return static_cast<size_t>(in.u16()) + 1;
     case 9:
-      return static_cast<size_t>(in.u32() % kSimMemory) + 1;
+      return static_cast<size_t>(in.u32() % kBigAlloc) + 1;
     case 10:
       return kSimMemory;
     case 11:
@@ -513,6 +533,326 @@ struct Canaried {
   }
 };
 
+// --- allocator statistics and snapshots ----------------------------------------------------
+// The sizes of the caching allocator's design (docs/memory.md), to predict
+// what an allocation needs from the device.
+constexpr size_t kMinBlock = 512;
+constexpr size_t kSmallRequest = size_t{1} << 20;
+constexpr size_t kSmallSegment = size_t{2} << 20;
+constexpr size_t kLargeSegment = size_t{20} << 20;
+constexpr size_t kMinLargeAlloc = size_t{10} << 20;
+size_t round_block(size_t bytes) {  // bytes <= kSimMemory
+  return bytes < kMinBlock ? kMinBlock : (bytes + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+size_t segment_for(size_t rounded) {
+  if (rounded <= kSmallRequest) return kSmallSegment;
+  if (rounded < kMinLargeAlloc) return kLargeSegment;
+  return (rounded + kSmallSegment - 1) / kSmallSegment * kSmallSegment;
+}
+
+// accel_memory_stats_list of one device, checked for the same names in the
+// same order as the first call of the process.
+struct StatView {
+  int32_t device = 0;
+  std::vector<int64_t> v;
+  int64_t operator[](const std::string& name) const {
+    auto it = G.stat_index.find(name);
+    FZ_CHECK(it != G.stat_index.end(), "accel_memory_stats_list has no statistic named %s",
+             name.c_str());
+    return v[it->second];
+  }
+};
+
+StatView read_stats(int32_t d) {
+  size_t n = 0;
+  accel_status_t st = accel_memory_stats_list(d, nullptr, 0, &n);
+  FZ_CHECK(st == ACCEL_SUCCESS, "accel_memory_stats_list(%d) count query: %s", d,
+           accel_status_name(st));
+  FZ_CHECK(n > 0 && (G.stat_names.empty() || n == G.stat_names.size()),
+           "accel_memory_stats_list(%d) counts %zu statistics, first call %zu", d, n,
+           G.stat_names.size());
+  std::vector<accel_memory_stat_t> buf(n + 1, accel_memory_stat_t{nullptr, -777});
+  size_t m = 0;
+  st = accel_memory_stats_list(d, buf.data(), n, &m);
+  FZ_CHECK(st == ACCEL_SUCCESS && m == n, "accel_memory_stats_list(%d): %s, count %zu of %zu", d,
+           accel_status_name(st), m, n);
+  FZ_CHECK(buf[n].name == nullptr && buf[n].value == -777, "entry past capacity written");
+  if (G.stat_names.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      FZ_CHECK(buf[i].name != nullptr && buf[i].name[0] != '\0', "statistic %zu has no name", i);
+      FZ_CHECK(G.stat_index.emplace(buf[i].name, i).second, "statistic %s listed twice",
+               buf[i].name);
+      G.stat_names.emplace_back(buf[i].name);
+    }
+  }
+  StatView out;
+  out.device = d;
+  out.v.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    FZ_CHECK(buf[i].name != nullptr && G.stat_names[i] == buf[i].name,
+             "statistic %zu is %s, was %s", i, buf[i].name ? buf[i].name : "NULL",
+             G.stat_names[i].c_str());
+    out.v[i] = buf[i].value;
+  }
+  return out;
+}
+
+const char* const kStatKinds[] = {
+    "allocation",      "segment",        "active",       "inactive_split",
+    "allocated_bytes", "reserved_bytes", "active_bytes", "inactive_split_bytes",
+    "requested_bytes"};
+
+// The statistics against the model and against each other.
+void check_stats(const StatView& s) {
+  const int32_t d = s.device;
+  const auto live = static_cast<int64_t>(live_count(d));
+  const auto used = static_cast<int64_t>(used_bytes(d));
+  const int64_t allocated = s["allocated_bytes.all.current"];
+  const int64_t reserved = s["reserved_bytes.all.current"];
+  FZ_CHECK(s["allocation.all.current"] == live,
+           "device %d: allocation.all.current %" PRId64 ", model %" PRId64 " live", d,
+           s["allocation.all.current"], live);
+  FZ_CHECK(s["requested_bytes.all.current"] == used,
+           "device %d: requested_bytes.all.current %" PRId64 ", model %" PRId64, d,
+           s["requested_bytes.all.current"], used);
+  FZ_CHECK(allocated >= used && allocated <= reserved,
+           "device %d: allocated_bytes %" PRId64 " not in [requested %" PRId64 ", reserved %" PRId64
+           "]",
+           d, allocated, used, reserved);
+  FZ_CHECK(reserved <= static_cast<int64_t>(kSimMemory),
+           "device %d: reserved_bytes %" PRId64 " above the device's memory", d, reserved);
+  FZ_CHECK(s["active.all.current"] >= live && s["active_bytes.all.current"] >= allocated &&
+               s["active_bytes.all.current"] <= reserved,
+           "device %d: active %" PRId64 " / %" PRId64
+           " bytes below the allocated blocks or "
+           "above reserved",
+           d, s["active.all.current"], s["active_bytes.all.current"]);
+  FZ_CHECK((s["segment.all.current"] > 0) == (reserved > 0) && (live == 0 || reserved > 0),
+           "device %d: %" PRId64 " segments, %" PRId64 " bytes reserved, %" PRId64 " live", d,
+           s["segment.all.current"], reserved, live);
+  for (const char* kind : kStatKinds) {
+    const std::string k = kind;
+    for (const char* pool : {".all", ".small_pool", ".large_pool"}) {
+      int64_t cur = s[k + pool + ".current"], peak = s[k + pool + ".peak"];
+      FZ_CHECK(cur >= 0 && peak >= cur, "device %d: %s%s current %" PRId64 ", peak %" PRId64, d,
+               kind, pool, cur, peak);
+    }
+    FZ_CHECK(s[k + ".all.current"] == s[k + ".small_pool.current"] + s[k + ".large_pool.current"],
+             "device %d: %s.all.current is not small_pool + large_pool", d, kind);
+  }
+  if (G.caching) {
+    FZ_CHECK(reserved % static_cast<int64_t>(kMinBlock) == 0 &&
+                 allocated % static_cast<int64_t>(kMinBlock) == 0,
+             "device %d: reserved_bytes %" PRId64 " or allocated_bytes %" PRId64
+             " is not whole blocks",
+             d, reserved, allocated);
+  } else {
+    // One vendor allocation per live accel_malloc, of exactly its size.
+    FZ_CHECK(allocated == used && reserved == used && s["segment.all.current"] == live &&
+                 s["active.all.current"] == live && s["inactive_split.all.current"] == 0,
+             "device %d: backend:native statistics are not one segment per allocation", d);
+  }
+}
+
+// accel_memory_snapshot of device `d` (two calls: length, then the text),
+// parsed as JSON.
+nlohmann::json fetch_snapshot(int32_t d) {
+  size_t len = 0;
+  accel_status_t st = accel_memory_snapshot(d, nullptr, 0, &len);
+  FZ_CHECK(st == ACCEL_SUCCESS && len > 0, "accel_memory_snapshot(%d) length query: %s, %zu", d,
+           accel_status_name(st), len);
+  std::string buf(len + 16, '\x7f');
+  size_t len2 = 0;
+  st = accel_memory_snapshot(d, buf.data(), len + 1, &len2);
+  // One thread, nothing queued that allocates: the snapshot cannot grow.
+  FZ_CHECK(st == ACCEL_SUCCESS && len2 == len,
+           "accel_memory_snapshot(%d) with %zu bytes: %s, length %zu", d, len + 1,
+           accel_status_name(st), len2);
+  FZ_CHECK(buf[len] == '\0' && std::strlen(buf.c_str()) == len && buf[len + 1] == '\x7f',
+           "snapshot of %zu bytes not NUL-terminated where it says, or written past", len);
+  nlohmann::json j = nlohmann::json::parse(buf.data(), buf.data() + len, nullptr, false);
+  FZ_CHECK(!j.is_discarded() && j.is_object(), "snapshot of device %d is not a JSON object", d);
+  return j;
+}
+
+std::string stream_text(accel_stream_t h) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(h));
+  return b;
+}
+
+// The snapshot against its schema (docs/memory.md), the statistics and the
+// model; returns the bytes of the segments that hold a live allocation
+// (what stays reserved once the cache is emptied).
+size_t check_snapshot(int32_t d, const nlohmann::json& j) {
+  auto u64 = [&](const nlohmann::json& o, const char* key) -> uint64_t {
+    FZ_CHECK(o.is_object() && o.contains(key) && o[key].is_number_unsigned(),
+             "snapshot of device %d: \"%s\" missing or not an unsigned number", d, key);
+    return o[key].get<uint64_t>();
+  };
+  auto str = [&](const nlohmann::json& o, const char* key) -> std::string {
+    FZ_CHECK(o.is_object() && o.contains(key) && o[key].is_string(),
+             "snapshot of device %d: \"%s\" missing or not a string", d, key);
+    return o[key].get<std::string>();
+  };
+  FZ_CHECK(u64(j, "schema_version") == 1, "schema_version is not 1");
+  FZ_CHECK(str(j, "backend") == "sim", "backend is not sim");
+  FZ_CHECK(j.contains("device") && j["device"] == d, "device is not %d", d);
+  FZ_CHECK(str(j, "allocator") == accel_get_allocator_backend(), "allocator is not %s",
+           accel_get_allocator_backend());
+  str(j, "config");
+  FZ_CHECK(u64(j, "capacity") == kSimMemory, "capacity %" PRIu64, u64(j, "capacity"));
+  const StatView s = read_stats(d);
+  FZ_CHECK(
+      j.contains("stats") && j["stats"].is_object() && j["stats"].size() == G.stat_names.size(),
+      "snapshot stats: not an object of %zu statistics", G.stat_names.size());
+  for (size_t i = 0; i < G.stat_names.size(); ++i) {
+    const auto& v = j["stats"][G.stat_names[i]];
+    FZ_CHECK(v.is_number_integer() && v.get<int64_t>() == s.v[i],
+             "snapshot stats.%s differs from accel_memory_stats_list (%" PRId64 ")",
+             G.stat_names[i].c_str(), s.v[i]);
+  }
+  FZ_CHECK(j.contains("segments") && j["segments"].is_array(), "segments is not an array");
+  struct Live {
+    uint64_t requested;
+    std::string stream;
+  };
+  std::map<uint64_t, Live> live;
+  uint64_t reserved = 0, allocated = 0, active = 0, requested = 0, blocks_live = 0;
+  uint64_t live_reserved = 0, prev_end = 0;
+  for (const auto& seg : j["segments"]) {
+    const uint64_t base = u64(seg, "address"), total = u64(seg, "total_size");
+    const std::string sstream = str(seg, "stream"), type = str(seg, "segment_type");
+    FZ_CHECK(base >= prev_end, "segment %#" PRIx64 " overlaps the one before", base);
+    prev_end = base + total;
+    // Small: 2 MiB, or the exact block on a nearly full device; large: more
+    // than 1 MiB. backend:native: the size of the one allocation decides.
+    FZ_CHECK(G.caching ? ((type == "small" && total <= kSmallSegment) ||
+                          (type == "large" && total > kSmallRequest))
+                       : type == (total <= kSmallRequest ? "small" : "large"),
+             "segment %#" PRIx64 " of %" PRIu64 " bytes is \"%s\"", base, total, type.c_str());
+    FZ_CHECK(G.caching ? !sstream.empty() : sstream.empty(), "segment %#" PRIx64 ": stream \"%s\"",
+             base, sstream.c_str());
+    FZ_CHECK(seg.contains("blocks") && seg["blocks"].is_array() && !seg["blocks"].empty(),
+             "segment %#" PRIx64 " has no blocks", base);
+    uint64_t at = base, s_alloc = 0, s_active = 0, s_req = 0;
+    for (const auto& b : seg["blocks"]) {
+      const uint64_t addr = u64(b, "address"), size = u64(b, "size"),
+                     req = u64(b, "requested_size");
+      const std::string state = str(b, "state");
+      FZ_CHECK(addr == at && size > 0,
+               "segment %#" PRIx64 ": block at %#" PRIx64 " of %" PRIu64
+               " bytes, expected one at %#" PRIx64,
+               base, addr, size, at);
+      at += size;
+      if (state == "active_allocated") {
+        FZ_CHECK(req > 0 && req <= size, "block %#" PRIx64 ": requested %" PRIu64 " of %" PRIu64,
+                 addr, req, size);
+        s_alloc += size;
+        s_req += req;
+        s_active += size;
+        ++blocks_live;
+        live[addr] = Live{req, sstream};
+      } else if (state == "active_pending_free") {
+        FZ_CHECK(G.caching && req == 0, "block %#" PRIx64 ": pending free", addr);
+        s_active += size;
+      } else {
+        FZ_CHECK(G.caching && state == "inactive" && req == 0, "block %#" PRIx64 ": state %s", addr,
+                 state.c_str());
+      }
+    }
+    FZ_CHECK(at == base + total,
+             "segment %#" PRIx64 ": blocks cover %" PRIu64 " of %" PRIu64 " bytes", base, at - base,
+             total);
+    FZ_CHECK(u64(seg, "allocated_size") == s_alloc && u64(seg, "active_size") == s_active &&
+                 u64(seg, "requested_size") == s_req,
+             "segment %#" PRIx64 ": sizes disagree with its blocks", base);
+    reserved += total;
+    allocated += s_alloc;
+    active += s_active;
+    requested += s_req;
+    if (s_alloc > 0) live_reserved += total;
+  }
+  FZ_CHECK(static_cast<int64_t>(reserved) == s["reserved_bytes.all.current"] &&
+               static_cast<int64_t>(allocated) == s["allocated_bytes.all.current"] &&
+               static_cast<int64_t>(active) == s["active_bytes.all.current"] &&
+               static_cast<int64_t>(requested) == s["requested_bytes.all.current"] &&
+               static_cast<int64_t>(blocks_live) == s["allocation.all.current"] &&
+               static_cast<int64_t>(j["segments"].size()) == s["segment.all.current"],
+           "device %d: segments and blocks disagree with the statistics", d);
+  // Every live allocation of the model, and nothing else, is a block.
+  FZ_CHECK(blocks_live == live_count(d), "device %d: %" PRIu64 " allocated blocks, model %" PRIu64,
+           d, blocks_live, live_count(d));
+  for (const auto& [base, a] : M.allocs) {
+    if (a.device != d) continue;
+    auto it = live.find(base);
+    FZ_CHECK(it != live.end() && it->second.requested == a.bytes,
+             "allocation %#" PRIxPTR " (%zu bytes) is not an allocated block of the snapshot", base,
+             a.bytes);
+    if (G.caching) {
+      const Stream* owner = stream_by_serial(a.owner);
+      FZ_CHECK(owner != nullptr && it->second.stream == stream_text(owner->h),
+               "allocation %#" PRIxPTR ": its segment belongs to stream %s, model %s", base,
+               it->second.stream.c_str(), owner ? stream_text(owner->h).c_str() : "none");
+    }
+  }
+  FZ_CHECK(j.contains("history") && j["history"].is_object(), "history is not an object");
+  const auto& h = j["history"];
+  const uint64_t max_entries = u64(h, "max_entries");
+  u64(h, "dropped");
+  FZ_CHECK(h.contains("events") && h["events"].is_array() && h["events"].size() <= max_entries,
+           "history: %zu events, max_entries %" PRIu64, h["events"].size(), max_entries);
+  if (!G.caching)
+    FZ_CHECK(max_entries == 0, "backend:native keeps a history of %" PRIu64, max_entries);
+  else if (G.touched[static_cast<size_t>(d)])
+    FZ_CHECK(max_entries == M.history, "history max_entries %" PRIu64 ", set to %zu", max_entries,
+             M.history);
+  static const std::set<std::string> kActions = {
+      "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "empty_cache",
+      "oom"};
+  for (const auto& e : h["events"]) {
+    FZ_CHECK(kActions.count(str(e, "action")) == 1, "history action %s", str(e, "action").c_str());
+    u64(e, "address");
+    u64(e, "size");
+    str(e, "stream");
+    str(e, "caller");
+    FZ_CHECK(e.contains("time_us") && e["time_us"].is_number_integer(), "time_us");
+  }
+  return live_reserved;
+}
+
+// --- gates ------------------------------------------------------------------------------------
+// A gate is a host function that blocks its stream until release_gates():
+// work queued behind it stays queued, so a block the allocator handed out
+// again too early is overwritten later by that work, and op_verify sees it.
+// Every operation that may wait for a stream opens the gates first (a
+// bounded wait flags the harness bug instead of hanging).
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+uint64_t g_gate_epoch = 0;  // under g_gate_mu; a gate waits for it to pass its launch epoch
+std::atomic<uint64_t> g_gate_timeouts{0};
+uint64_t g_gates_closed = 0;  // launched since the last release (harness thread only)
+
+void hostfn_gate(void* user) {
+  const auto epoch = reinterpret_cast<uintptr_t>(user);
+  {
+    std::unique_lock lock(g_gate_mu);
+    if (!g_gate_cv.wait_for(lock, std::chrono::seconds(3), [&] { return g_gate_epoch > epoch; }))
+      g_gate_timeouts.fetch_add(1);
+  }
+  g_hostfn_ran.fetch_add(1);
+}
+
+void release_gates() {
+  if (g_gates_closed == 0) return;
+  {
+    std::lock_guard lock(g_gate_mu);
+    ++g_gate_epoch;
+  }
+  g_gate_cv.notify_all();
+  g_gates_closed = 0;
+}
+
 // --- state checks ------------------------------------------------------------------------
 void check_state() {
   FZ_CHECK(accel_device_count() == G.n, "device count changed to %d (was %d)", accel_device_count(),
@@ -545,7 +885,10 @@ void check_state() {
              "device %d: peak %" PRIu64 " < allocated %" PRIu64, d, ms.peak_allocated_bytes,
              ms.allocated_bytes);
   }
+  for (int32_t d = 0; d < G.n; ++d) check_stats(read_stats(d));
   FZ_CHECK(g_hostfn_bad.load() == 0, "a host function saw a broken invariant");
+  FZ_CHECK(g_gate_timeouts.load() == 0,
+           "a gate was closed for 3 s: an operation waited for a stream the harness blocked");
 }
 
 // --- host functions ------------------------------------------------------------------------
@@ -631,6 +974,18 @@ enum Op : uint8_t {
   OP_NAMES,
   OP_VERIFY,
   OP_THREAD,
+  // The stream-ordered caching allocator (appended: older inputs keep
+  // their meaning).
+  OP_MALLOC_ASYNC,
+  OP_FREE_ASYNC,
+  OP_FREE_ORDERED,
+  OP_RECORD_STREAM,
+  OP_EMPTY_CACHE,
+  OP_STATS_LIST,
+  OP_SNAPSHOT,
+  OP_HISTORY,
+  OP_GATE,
+  OP_RELEASE_GATES,
   OP_COUNT
 };
 
@@ -643,7 +998,9 @@ const char* const kOpNames[OP_COUNT] = {
     "event_elapsed",  "event_device",    "malloc",         "free",
     "memcpy",         "memset",          "mem_info",       "memory_stats",
     "reset_peak",     "properties",      "backend_info",   "names",
-    "verify",         "thread"};
+    "verify",         "thread",          "malloc_async",   "free_async",
+    "free_ordered",   "record_stream",   "empty_cache",    "stats_list",
+    "snapshot",       "history",         "gate",           "release_gates"};
 
 void op_set_device(Input& in) {
   int32_t d = pick_device(in);
@@ -703,6 +1060,7 @@ void op_synchronize(Input& in) {
   int32_t d = pick_device(in);
   int32_t t = resolve(d);
   Allowed ok = t < 0 ? Allowed{ACCEL_ERROR_INVALID_DEVICE} : Allowed{ACCEL_SUCCESS};
+  release_gates();
   if (expect(accel_synchronize(d), ok) == ACCEL_SUCCESS) synced_device(t);
 }
 
@@ -760,11 +1118,24 @@ void op_stream_destroy(Input& in) {
   }
   Allowed ok =
       (m && !m->is_default) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
+  release_gates();  // destroy drains the stream
   if (expect(accel_stream_destroy(s), ok) == ACCEL_SUCCESS) {
     uint64_t serial = m->serial;
+    const int32_t dev = m->device;
     synced_stream(serial);  // destroy drains the stream
+    // Its blocks, live or cached, now belong to the device's default stream
+    // and stay valid.
+    bool owned = false;
+    for (auto& [b, a] : M.allocs) {
+      a.recorded.erase(serial);
+      if (a.owner == serial) {
+        a.owner = G.defaults[static_cast<size_t>(dev)].serial;
+        owned = true;
+      }
+    }
     M.streams.erase(M.streams.begin() + (m - M.streams.data()));
     bury(M.dead_streams, s);
+    if (owned && G.caching) (void)check_snapshot(dev, fetch_snapshot(dev));
   }
 }
 
@@ -773,6 +1144,7 @@ void op_stream_query_sync(Input& in, bool sync) {
   const Stream* m = s ? stream_by_handle(s) : nullptr;
   Allowed ok = m ? (sync ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_SUCCESS, ACCEL_ERROR_NOT_READY})
                  : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
+  if (sync) release_gates();
   accel_status_t st = sync ? accel_stream_synchronize(s) : accel_stream_query(s);
   if (expect(st, ok) == ACCEL_SUCCESS && m) synced_stream(m->serial);
 }
@@ -910,6 +1282,7 @@ void op_event_query_sync(Input& in, bool sync) {
     ok.add(ACCEL_SUCCESS);
   else
     ok = Allowed{ACCEL_SUCCESS, ACCEL_ERROR_NOT_READY};
+  if (sync) release_gates();
   expect(sync ? accel_event_synchronize(e) : accel_event_query(e), ok);
 }
 
@@ -918,6 +1291,7 @@ void op_event_elapsed(Input& in) {
   accel_event_t b = (in.u8() % 4) == 0 ? a : pick_event(in);
   bool null_out = (in.u8() % 8) == 0;
   if (in.flag() && a && b) {  // often: make both complete first
+    release_gates();
     if (event_by_handle(a)) expect(accel_event_synchronize(a), {ACCEL_SUCCESS});
     if (event_by_handle(b)) expect(accel_event_synchronize(b), {ACCEL_SUCCESS});
   }
@@ -962,6 +1336,63 @@ void op_event_device(Input& in) {
     FZ_CHECK(v == -4242, "output written on failure");
 }
 
+// What an allocation of `bytes` (> 0) on device `t` may answer. Under
+// backend:native it is exact (one vendor allocation of exactly `bytes`).
+// The caching allocator rounds and allocates whole segments, so it must
+// fail only when no block of the rounded size can fit beside the live ones,
+// and must succeed when a new segment fits beside everything reserved, or
+// when the block alone fits once its out-of-memory retry has returned every
+// segment without a live block (the retry ends with a segment of exactly
+// the rounded request). In between either answer is right.
+Allowed alloc_outcome(int32_t t, size_t bytes) {
+  const size_t used = used_bytes(t);
+  if (bytes > kSimMemory - used) return {ACCEL_ERROR_OUT_OF_MEMORY};
+  if (!G.caching) return {ACCEL_SUCCESS};
+  size_t live_blocks = 0;
+  for (auto& [b, a] : M.allocs)
+    if (a.device == t) live_blocks += round_block(a.bytes);
+  const size_t rounded = round_block(bytes);
+  if (rounded > kSimMemory - live_blocks) return {ACCEL_ERROR_OUT_OF_MEMORY};
+  const size_t segment = segment_for(rounded);
+  const auto reserved = static_cast<size_t>(read_stats(t)["reserved_bytes.all.current"]);
+  if (segment <= kSimMemory - reserved) return {ACCEL_SUCCESS};
+  // The retry waits for pending frees and the device: no gate may block it.
+  release_gates();
+  const size_t kept = check_snapshot(t, fetch_snapshot(t));
+  if (rounded <= kSimMemory - kept) return {ACCEL_SUCCESS};
+  return {ACCEL_SUCCESS, ACCEL_ERROR_OUT_OF_MEMORY};
+}
+
+// A new allocation `p` of `bytes` on `t`, belonging to stream `owner`.
+void add_alloc(void* p, size_t bytes, int32_t t, uint64_t owner) {
+  FZ_CHECK(p != nullptr, "no pointer returned");
+  auto base = reinterpret_cast<uintptr_t>(p);
+  FZ_CHECK(base % 256 == 0, "allocation %p is not aligned to 256 bytes", p);
+  FZ_CHECK(find_alloc(p) == nullptr &&
+               (M.allocs.empty() || M.allocs.lower_bound(base) == M.allocs.end() ||
+                M.allocs.lower_bound(base)->first >= base + bytes),
+           "allocation %p (+%zu) overlaps a live one", p, bytes);
+  Alloc a;
+  a.base = base;
+  a.bytes = bytes;
+  a.device = t;
+  a.known = false;  // fresh device memory has no defined contents
+  a.owner = owner;
+  // A cached block is reused at once by its stream: work queued there
+  // before (for the block's previous owner) may still be writing it, so
+  // other streams race with the owner until they are ordered after it.
+  if (G.caching) a.pending.insert(owner);
+  M.allocs.emplace(base, std::move(a));
+  M.freed.erase(std::remove(M.freed.begin(), M.freed.end(), base), M.freed.end());
+  ++G.total_allocations[static_cast<size_t>(t)];
+}
+
+void forget_alloc(Alloc* a) {
+  if (M.freed.size() >= kMaxGrave) M.freed.erase(M.freed.begin());
+  M.freed.push_back(a->base);
+  M.allocs.erase(a->base);
+}
+
 void op_malloc(Input& in) {
   int32_t d = pick_device(in);
   size_t bytes = pick_size(in);
@@ -973,48 +1404,337 @@ void op_malloc(Input& in) {
   Allowed ok;
   if (null_out || bytes == 0) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
   if (t < 0) ok.add(ACCEL_ERROR_INVALID_DEVICE);
-  if (ok.mask == 0) {
-    ok.add(bytes > kSimMemory - used_bytes(t) ? ACCEL_ERROR_OUT_OF_MEMORY : ACCEL_SUCCESS);
-  }
-  if (expect(accel_malloc(d, bytes, null_out ? nullptr : &p), ok) != ACCEL_SUCCESS) {
+  if (ok.mask == 0) ok = alloc_outcome(t, bytes);
+  accel_status_t st = expect(accel_malloc(d, bytes, null_out ? nullptr : &p), ok);
+  if (st == ACCEL_SUCCESS || st == ACCEL_ERROR_OUT_OF_MEMORY)
+    G.touched[static_cast<size_t>(t)] = true;
+  if (st != ACCEL_SUCCESS) {
     FZ_CHECK(p == sentinel, "ptr written on failure");
     return;
   }
-  FZ_CHECK(p != nullptr && p != sentinel, "no pointer returned");
-  auto base = reinterpret_cast<uintptr_t>(p);
-  FZ_CHECK(find_alloc(p) == nullptr &&
-               (M.allocs.empty() || M.allocs.lower_bound(base) == M.allocs.end() ||
-                M.allocs.lower_bound(base)->first >= base + bytes),
-           "allocation %p (+%zu) overlaps a live one", p, bytes);
-  Alloc a;
-  a.base = base;
-  a.bytes = bytes;
-  a.device = t;
-  a.known = false;  // fresh device memory has no defined contents
-  M.allocs.emplace(base, std::move(a));
-  M.freed.erase(std::remove(M.freed.begin(), M.freed.end(), base), M.freed.end());
-  ++G.total_allocations[static_cast<size_t>(t)];
+  // accel_malloc: the calling thread's current stream of the device.
+  add_alloc(p, bytes, t, M.cur_stream[static_cast<size_t>(t)]);
 }
 
-void op_free(Input& in) {
+void op_malloc_async(Input& in) {
+  accel_stream_t s = pick_stream(in);
+  size_t bytes = pick_size(in);
+  bool null_out = (in.u8() % 16) == 0;
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  const bool dead = s != nullptr && ms == nullptr;
+  // NULL: the current stream of the current device.
+  const int32_t t = ms ? ms->device : M.cur_device;
+  const uint64_t owner = ms ? ms->serial : M.cur_stream[static_cast<size_t>(M.cur_device)];
+  if (M.allocs.size() >= kMaxAllocs && !null_out && bytes != 0 && !dead) return;
+  void* const sentinel = reinterpret_cast<void*>(uintptr_t{0xa5a5c});
+  void* p = sentinel;
+  Allowed ok;
+  if (null_out || bytes == 0 || dead) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  if (ok.mask == 0) ok = alloc_outcome(t, bytes);
+  accel_status_t st = expect(accel_malloc_async(bytes, s, null_out ? nullptr : &p), ok);
+  if (st == ACCEL_SUCCESS || st == ACCEL_ERROR_OUT_OF_MEMORY)
+    G.touched[static_cast<size_t>(t)] = true;
+  if (st != ACCEL_SUCCESS) {
+    FZ_CHECK(p == sentinel, "ptr written on failure");
+    return;
+  }
+  add_alloc(p, bytes, t, owner);
+}
+
+// Before `a` is freed: every stream that may still use it must be one the
+// free waits for. With the caching allocator those are the block's own
+// stream, `also` (accel_free_async's) and the streams named with
+// accel_record_stream; any other is named now (same device, `how` bit 0
+// clear) or waited for (a stream of another device cannot be named: a peer
+// copy). backend:native frees at once: wait for all of them except `also`,
+// which accel_free_async waits for itself.
+void cover_pending(Alloc& a, uint64_t also, uint8_t how) {
+  const std::set<uint64_t> pending = a.pending;  // synced_stream edits it
+  for (uint64_t serial : pending) {
+    if (serial == also) continue;
+    if (G.caching && (serial == a.owner || a.recorded.count(serial) != 0)) continue;
+    const Stream* s = stream_by_serial(serial);
+    FZ_CHECK(s != nullptr, "pending stream %" PRIu64 " is not live", serial);
+    if (G.caching && s->device == a.device && (how & 1) == 0) {
+      expect(accel_record_stream(reinterpret_cast<void*>(a.base), s->h), {ACCEL_SUCCESS});
+      a.recorded.insert(serial);
+    } else {
+      release_gates();
+      expect(accel_stream_synchronize(s->h), {ACCEL_SUCCESS});
+      synced_stream(serial);
+    }
+    how = static_cast<uint8_t>(how >> 1);
+  }
+}
+
+// accel_free. `ordered` (op free_ordered): with the caching allocator, free
+// in stream order after naming the other streams that used the memory, as
+// a program that relies on it does; else (op free, and backend:native)
+// wait for every device first.
+void op_free(Input& in, bool ordered) {
   uint8_t stack_buf[64];
   void* p = pick_device_ptr(in, stack_buf);
+  const uint8_t how = ordered ? in.u8() : 0;
   Alloc* a = p ? find_alloc(p) : nullptr;
   bool exact = a && a->base == reinterpret_cast<uintptr_t>(p);
   Allowed ok =
       (p == nullptr || exact) ? Allowed{ACCEL_SUCCESS} : Allowed{ACCEL_ERROR_INVALID_ARGUMENT};
   if (exact) {
-    // The caller must make sure no queued work still uses it: a peer copy
-    // may use it from a stream of another device, so wait for them all.
-    for (int32_t d = 0; d < accel_device_count(); ++d) {
-      expect(accel_synchronize(d), {ACCEL_SUCCESS});
-      synced_device(d);
+    if (!G.caching || !ordered) {
+      // The caller must make sure no queued work still uses it: a peer copy
+      // may use it from a stream of another device, so wait for them all.
+      release_gates();
+      for (int32_t d = 0; d < accel_device_count(); ++d) {
+        expect(accel_synchronize(d), {ACCEL_SUCCESS});
+        synced_device(d);
+      }
+    } else {
+      // Stream-ordered: only the streams other than its own matter.
+      cover_pending(*a, 0, how);
     }
   }
-  if (expect(accel_free(p), ok) == ACCEL_SUCCESS && exact) {
-    if (M.freed.size() >= kMaxGrave) M.freed.erase(M.freed.begin());
-    M.freed.push_back(a->base);
-    M.allocs.erase(a->base);
+  if (expect(accel_free(p), ok) == ACCEL_SUCCESS && exact) forget_alloc(a);
+}
+
+void op_free_async(Input& in) {
+  uint8_t stack_buf[64];
+  void* p = pick_device_ptr(in, stack_buf);
+  accel_stream_t s = pick_stream(in);
+  uint8_t how = in.u8();
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  const bool dead = s != nullptr && ms == nullptr;
+  Alloc* a = p ? find_alloc(p) : nullptr;
+  const bool exact = a && a->base == reinterpret_cast<uintptr_t>(p);
+  Allowed ok;
+  if (dead) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else if (p != nullptr) {
+    if (!exact) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+    // Of another device than the memory: NULL means the memory's device.
+    if (a && ms && ms->device != a->device) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+  }
+  if (ok.mask == 0) ok.add(ACCEL_SUCCESS);
+  if (ok.has(ACCEL_SUCCESS) && exact) {
+    const uint64_t serial = ms ? ms->serial : M.cur_stream[static_cast<size_t>(a->device)];
+    cover_pending(*a, serial, how);
+    // backend:native waits for the stream before it frees.
+    if (!G.caching) release_gates();
+  }
+  if (expect(accel_free_async(p, s), ok) == ACCEL_SUCCESS && exact) {
+    if (!G.caching) {
+      const uint64_t serial = ms ? ms->serial : M.cur_stream[static_cast<size_t>(a->device)];
+      synced_stream(serial);
+    }
+    forget_alloc(a);
+  }
+}
+
+void op_record_stream(Input& in) {
+  uint8_t stack_buf[64];
+  void* p = pick_device_ptr(in, stack_buf);
+  accel_stream_t s = pick_stream(in);
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  Alloc* a = p ? find_alloc(p) : nullptr;  // any pointer inside a live allocation
+  Allowed ok;
+  if (a == nullptr || (s != nullptr && ms == nullptr)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  if (a && ms && ms->device != a->device) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+  if (ok.mask == 0) ok.add(ACCEL_SUCCESS);
+  if (expect(accel_record_stream(p, s), ok) == ACCEL_SUCCESS) {
+    const uint64_t serial = ms ? ms->serial : M.cur_stream[static_cast<size_t>(a->device)];
+    if (serial != a->owner) a->recorded.insert(serial);
+  }
+}
+
+void op_empty_cache(Input& in) {
+  int32_t d = pick_device(in);
+  int32_t t = resolve(d);
+  Allowed ok = t < 0 ? Allowed{ACCEL_ERROR_INVALID_DEVICE} : Allowed{ACCEL_SUCCESS};
+  release_gates();  // it waits for pending frees and the device
+  const StatView before = t >= 0 ? read_stats(t) : StatView{};
+  if (expect(accel_empty_cache(d), ok) != ACCEL_SUCCESS) return;
+  const StatView after = read_stats(t);
+  const nlohmann::json j = fetch_snapshot(t);
+  const size_t kept = check_snapshot(t, j);
+  if (G.caching) {
+    // What is left is exactly the segments that hold a live allocation.
+    FZ_CHECK(static_cast<int64_t>(kept) == after["reserved_bytes.all.current"],
+             "device %d: %" PRId64
+             " bytes reserved after accel_empty_cache, %zu hold live "
+             "allocations",
+             t, after["reserved_bytes.all.current"], kept);
+    FZ_CHECK(after["active.all.current"] == after["allocation.all.current"],
+             "device %d: frees still pending after accel_empty_cache", t);
+    const int64_t released = before["segment.all.current"] - after["segment.all.current"];
+    FZ_CHECK(after["num_device_free"] - before["num_device_free"] == released,
+             "device %d: %" PRId64 " segments fewer but num_device_free grew by %" PRId64, t,
+             released, after["num_device_free"] - before["num_device_free"]);
+  } else {
+    FZ_CHECK(after.v == before.v, "device %d: accel_empty_cache changed backend:native's stats", t);
+  }
+  if (live_count(t) == 0)
+    FZ_CHECK(after["reserved_bytes.all.current"] == 0 && after["segment.all.current"] == 0,
+             "device %d: nothing live, yet %" PRId64 " bytes stay reserved after accel_empty_cache",
+             t, after["reserved_bytes.all.current"]);
+}
+
+void op_stats_list(Input& in) {
+  int32_t d = pick_device(in);
+  const uint8_t mode = in.u8() % 8;
+  const int32_t t = resolve(d);
+  const size_t n = G.stat_names.size();
+  if (mode == 7) {  // reset the accumulated counters, then check them
+    Allowed ok = t < 0 ? Allowed{ACCEL_ERROR_INVALID_DEVICE} : Allowed{ACCEL_SUCCESS};
+    if (expect(accel_reset_accumulated_memory_stats(d), ok) != ACCEL_SUCCESS) return;
+    const StatView s = read_stats(t);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& name = G.stat_names[i];
+      const bool accumulated =
+          name.ends_with(".allocated") || name.ends_with(".freed") || (name.starts_with("num_"));
+      if (accumulated)
+        FZ_CHECK(s.v[i] == 0, "%s is %" PRId64 " after accel_reset_accumulated_memory_stats",
+                 name.c_str(), s.v[i]);
+    }
+    return;
+  }
+  size_t capacity = 0;
+  bool null_stats = false, null_count = false;
+  switch (mode) {
+    case 0:
+      null_count = true;
+      capacity = n;
+      break;
+    case 1:
+      null_stats = true;
+      capacity = 1 + in.u8();
+      break;
+    case 2:
+      null_stats = true;
+      capacity = 0;
+      break;  // the count query
+    case 3:
+      capacity = in.u8() % (n + 1);
+      break;  // fewer than there are
+    case 4:
+      capacity = n + 1 + in.u8() % 8;
+      break;  // more than there are
+    default:
+      capacity = n;
+      break;
+  }
+  constexpr int64_t kUnset = -4242;
+  std::vector<accel_memory_stat_t> buf(std::max(capacity, size_t{1}) + 4,
+                                       accel_memory_stat_t{nullptr, kUnset});
+  size_t count = 777777;
+  Allowed ok;
+  if (null_count || (null_stats && capacity > 0)) ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  if (t < 0) ok.add(ACCEL_ERROR_INVALID_DEVICE);
+  if (ok.mask == 0) ok.add(ACCEL_SUCCESS);
+  accel_status_t st = expect(accel_memory_stats_list(d, null_stats ? nullptr : buf.data(), capacity,
+                                                     null_count ? nullptr : &count),
+                             ok);
+  const size_t written = st == ACCEL_SUCCESS && !null_stats ? std::min(capacity, n) : 0;
+  if (st == ACCEL_SUCCESS) {
+    FZ_CHECK(count == n, "count %zu, expected %zu", count, n);
+  } else {
+    FZ_CHECK(count == 777777, "count written on failure");
+  }
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (i < written) {
+      FZ_CHECK(buf[i].name != nullptr && G.stat_names[i] == buf[i].name,
+               "statistic %zu is %s, expected %s", i, buf[i].name ? buf[i].name : "NULL",
+               G.stat_names[i].c_str());
+    } else {
+      FZ_CHECK(buf[i].name == nullptr && buf[i].value == kUnset,
+               "entry %zu written (capacity %zu, %zu statistics, %s)", i, capacity, n,
+               accel_status_name(st));
+    }
+  }
+}
+
+void op_snapshot(Input& in) {
+  int32_t d = pick_device(in);
+  const uint8_t mode = in.u8() % 8;
+  const int32_t t = resolve(d);
+  if (mode >= 3) {
+    if (t < 0) {
+      size_t len = 5555;
+      expect(accel_memory_snapshot(d, nullptr, 0, &len), {ACCEL_ERROR_INVALID_DEVICE});
+      FZ_CHECK(len == 5555, "length written on failure");
+      return;
+    }
+    (void)check_snapshot(t, fetch_snapshot(t));
+    return;
+  }
+  std::vector<char> buf(64, '\x7f');
+  size_t len = 5555;
+  switch (mode) {
+    case 0:
+      expect(accel_memory_snapshot(d, buf.data(), buf.size(), nullptr),
+             {ACCEL_ERROR_INVALID_ARGUMENT});
+      break;
+    case 1:
+      expect(accel_memory_snapshot(d, nullptr, 1 + in.u8(), &len), {ACCEL_ERROR_INVALID_ARGUMENT});
+      FZ_CHECK(len == 5555, "length written on failure");
+      break;
+    default: {  // too small: nothing written, the length needed said
+      if (t < 0) return;
+      size_t need = 0;
+      expect(accel_memory_snapshot(d, nullptr, 0, &need), {ACCEL_SUCCESS});
+      size_t cap = std::min<size_t>(need, 1 + in.u8() % 32);  // <= need: no room for the NUL
+      buf.assign(need + 8, '\x7f');
+      expect(accel_memory_snapshot(d, buf.data(), cap, &len), {ACCEL_ERROR_OUT_OF_RANGE});
+      FZ_CHECK(len == need, "length %zu after OUT_OF_RANGE, expected %zu", len, need);
+      break;
+    }
+  }
+  for (size_t i = 0; i < buf.size(); ++i)
+    FZ_CHECK(buf[i] == '\x7f', "snapshot byte %zu written on failure", i);
+}
+
+void op_history(Input& in) {
+  size_t n = 0;
+  switch (in.u8() % 8) {
+    case 0:
+      n = 0;
+      break;
+    case 1:
+      n = 1;
+      break;
+    case 2:
+      n = in.u8();
+      break;
+    case 3:
+      n = size_t{1} << 24;
+      break;
+    case 4:
+      n = (size_t{1} << 24) + 1;
+      break;
+    case 5:
+      n = SIZE_MAX;
+      break;
+    default:
+      n = in.u16();
+      break;
+  }
+  Allowed ok =
+      n > (size_t{1} << 24) ? Allowed{ACCEL_ERROR_INVALID_ARGUMENT} : Allowed{ACCEL_SUCCESS};
+  if (expect(accel_record_memory_history(n), ok) == ACCEL_SUCCESS) M.history = n;
+}
+
+void op_gate(Input& in) {
+  accel_stream_t s = pick_stream(in);
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  if (s != nullptr && ms == nullptr) return;  // op_host_func covers dead streams
+  if (g_gates_closed >= 4) return;
+  uint64_t epoch = 0;
+  {
+    std::lock_guard lock(g_gate_mu);
+    epoch = g_gate_epoch;
+  }
+  if (expect(accel_launch_host_func(s, hostfn_gate, reinterpret_cast<void*>(epoch)),
+             {ACCEL_SUCCESS}) == ACCEL_SUCCESS) {
+    ++g_hostfn_launched;
+    ++g_gates_closed;
   }
 }
 
@@ -1054,7 +1774,7 @@ void op_memcpy(Input& in) {
   void* src = pick_device_ptr(in, stack_buf);
   // Host sides: real buffers (any valid copy fits in them), sometimes NULL or
   // a device pointer (a mixed-up kind); the offset keeps offset+bytes inside.
-  size_t host_off = in.u32() % (kHostBuf - kSimMemory);
+  size_t host_off = in.u32() % kHostSlack;
   bool h2d_from_pattern = true;
   auto host_choice = [&](bool is_dst) -> void* {
     switch (in.u8() % 8) {
@@ -1248,6 +1968,15 @@ void op_reset_peak(Input& in) {
     FZ_CHECK(m.peak_allocated_bytes == m.allocated_bytes,
              "peak %" PRIu64 " != allocated %" PRIu64 " after reset", m.peak_allocated_bytes,
              m.allocated_bytes);
+    // And every peak of accel_memory_stats_list.
+    const StatView s = read_stats(t);
+    for (size_t i = 0; i < G.stat_names.size(); ++i) {
+      const std::string& name = G.stat_names[i];
+      if (!name.ends_with(".peak")) continue;
+      const std::string cur = name.substr(0, name.size() - 5) + ".current";
+      FZ_CHECK(s.v[i] == s[cur], "%s is %" PRId64 " after the reset, current %" PRId64,
+               name.c_str(), s.v[i], s[cur]);
+    }
   }
 }
 
@@ -1345,6 +2074,7 @@ void op_names(Input& in) {
 // Synchronize everything, then copy one allocation back and compare it with
 // the model.
 void sync_all() {
+  release_gates();
   for (int32_t d = 0; d < G.n; ++d) {
     expect(accel_synchronize(d), {ACCEL_SUCCESS});
     synced_device(d);
@@ -1444,7 +2174,7 @@ void run_op(uint8_t code, Input& in) {
     case OP_MALLOC:
       return op_malloc(in);
     case OP_FREE:
-      return op_free(in);
+      return op_free(in, false);
     case OP_MEMCPY:
       return op_memcpy(in);
     case OP_MEMSET:
@@ -1465,6 +2195,26 @@ void run_op(uint8_t code, Input& in) {
       return op_verify(in);
     case OP_THREAD:
       return op_thread(in);
+    case OP_MALLOC_ASYNC:
+      return op_malloc_async(in);
+    case OP_FREE_ASYNC:
+      return op_free_async(in);
+    case OP_FREE_ORDERED:
+      return op_free(in, true);
+    case OP_RECORD_STREAM:
+      return op_record_stream(in);
+    case OP_EMPTY_CACHE:
+      return op_empty_cache(in);
+    case OP_STATS_LIST:
+      return op_stats_list(in);
+    case OP_SNAPSHOT:
+      return op_snapshot(in);
+    case OP_HISTORY:
+      return op_history(in);
+    case OP_GATE:
+      return op_gate(in);
+    case OP_RELEASE_GATES:
+      return release_gates();
     case OP_COUNT:
       break;
   }
@@ -1495,6 +2245,11 @@ void global_init() {
     FZ_CHECK(accel_memory_stats(d, &m) == ACCEL_SUCCESS, "stats %d", d);
     G.total_allocations.push_back(m.total_allocations);
   }
+  G.caching = std::strcmp(accel_get_allocator_backend(), "caching") == 0;
+  FZ_CHECK(G.caching || std::strcmp(accel_get_allocator_backend(), "native") == 0,
+           "allocator backend is \"%s\"", accel_get_allocator_backend());
+  G.touched.assign(static_cast<size_t>(G.n), false);
+  for (int32_t d = 0; d < G.n; ++d) check_stats(read_stats(d));
   G.pattern.resize(kHostBuf);
   for (size_t i = 0; i < kHostBuf; ++i) G.pattern[i] = static_cast<uint8_t>((i * 131u) ^ (i >> 9));
   G.sink.assign(kHostBuf, 0);
@@ -1537,6 +2292,21 @@ void end_input() {
   M.streams.clear();
   for (auto& e : M.events) expect(accel_event_destroy(e.h), {ACCEL_SUCCESS});
   M.events.clear();
+  // Nothing is live: emptying the cache gives every segment back, so the
+  // next input starts from an empty allocator, as in a fresh process.
+  for (int32_t d = 0; d < G.n; ++d) {
+    expect(accel_empty_cache(d), {ACCEL_SUCCESS});
+    const StatView s = read_stats(d);
+    FZ_CHECK(s["reserved_bytes.all.current"] == 0 && s["segment.all.current"] == 0 &&
+                 s["active.all.current"] == 0,
+             "device %d: %" PRId64 " bytes in %" PRId64 " segments, %" PRId64
+             " active blocks after every allocation was freed and the cache emptied",
+             d, s["reserved_bytes.all.current"], s["segment.all.current"], s["active.all.current"]);
+  }
+  if (M.history != 0) {
+    expect(accel_record_memory_history(0), {ACCEL_SUCCESS});
+    M.history = 0;
+  }
   check_state();
 }
 
@@ -1563,8 +2333,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_state();
   Input in{data, size};
   for (size_t i = 0; i < kMaxOps && in.n > 0; ++i) {
+    const size_t at = size - in.n;  // where the opcode is, for editing an input by hand
     uint8_t code = in.u8();
-    g_op = std::string("op #") + std::to_string(i) + " " + kOpNames[code % OP_COUNT];
+    g_op = std::string("op #") + std::to_string(i) + " " + kOpNames[code % OP_COUNT] +
+           " (byte " + std::to_string(at) + ")";
     run_op(code, in);
     check_state();
   }

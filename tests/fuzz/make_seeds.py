@@ -17,7 +17,9 @@ OPS = """set_device exchange maybe_exchange current_stream set_stream synchroniz
 priority_range stream_create stream_destroy stream_query stream_sync stream_wait_event
 stream_device stream_priority host_func event_create event_destroy event_record
 event_query event_sync event_elapsed event_device malloc free memcpy memset mem_info
-memory_stats reset_peak properties backend_info names verify thread""".split()
+memory_stats reset_peak properties backend_info names verify thread
+malloc_async free_async free_ordered record_stream empty_cache stats_list snapshot history
+gate release_gates""".split()
 OP = {name: i for i, name in enumerate(OPS)}
 
 
@@ -50,6 +52,13 @@ def alloc(i):        # device pointer: base of live allocation i
 
 
 STREAM_NULL = bytes([7])
+
+
+def size32(n):       # a size of n bytes (1..12 MiB)
+    return bytes([9]) + u32(n - 1)
+
+
+SIZE_DEVICE = bytes([10])  # the whole device
 
 
 def stream_created(i):
@@ -152,6 +161,73 @@ SEEDS = {
         op("event_elapsed", bytes([7]), 0, bytes([7]), 0, 0),
         op("names", 5),
         op("names", 1, 14),
+    ]),
+    # The caching allocator: a block used by another stream (blocked by a
+    # gate) is named with record_stream and freed; the next allocation of
+    # its stream must not get it before the gate opens (verify).
+    "seed-alloc-ordered": b"".join([
+        op("stream_create", dev(0), 0, 1),
+        op("stream_create", dev(0), 0, 1),
+        op("malloc_async", stream_created(0), size16(8192), 1),
+        op("memset", stream_created(0), alloc(0), 1, 0x3C, 0),
+        op("gate", stream_created(1)),
+        op("memcpy", 0, stream_created(1), alloc(0), alloc(0), u32(0), 3, 0),
+        op("free_ordered", alloc(0), 0),
+        op("malloc_async", stream_created(0), size16(8192), 1),
+        op("memset", stream_created(0), alloc(0), 1, 0x5A, 0),
+        op("release_gates"),
+        op("verify", 0),
+        op("snapshot", dev(0), 3),
+        op("stats_list", dev(0), 5),
+        op("free_async", alloc(0), stream_created(1), 0),
+        op("empty_cache", dev(0)),
+    ]),
+    # Destroying a stream that owns a live and a cached block: both move to
+    # the default stream; the live one stays usable, the cached one is reused.
+    "seed-alloc-destroy": b"".join([
+        op("stream_create", dev(1), 0, 1),
+        op("malloc_async", stream_created(0), size16(4096), 1),
+        op("malloc_async", stream_created(0), size16(2048), 1),
+        op("memset", stream_created(0), alloc(0), 1, 0x11, 0),
+        op("memset", stream_created(0), alloc(1), 1, 0x12, 0),
+        op("free_ordered", alloc(1), 0),
+        op("stream_destroy", stream_created(0)),
+        op("memset", stream_default(1), alloc(0), 1, 0x22, 0),
+        op("verify", 0),
+        op("malloc", dev(1), size16(2048), 1),
+        op("snapshot", dev(1), 4),
+        op("record_stream", alloc(0), stream_default(1)),
+        op("empty_cache", dev(1)),
+        op("free", alloc(0)),
+    ]),
+    # Statistics, snapshots and history: every argument check, the large
+    # pool, the out-of-memory retry, peaks.
+    "seed-alloc-stats": b"".join([
+        op("history", 2, 50),
+        op("malloc", dev(0), size16(100), 1),
+        op("malloc", dev(0), size32(3 << 20), 1),
+        op("stream_create", dev(0), 0, 1),
+        op("malloc_async", stream_created(0), size32(5 << 20), 1),
+        op("stats_list", dev(0), 0),
+        op("stats_list", dev(0), 1, 5),
+        op("stats_list", dev(0), 2),
+        op("stats_list", dev(0), 3, 10),
+        op("stats_list", dev(0), 4, 3),
+        op("stats_list", DEV_N, 5),
+        op("snapshot", dev(0), 0),
+        op("snapshot", dev(0), 1, 5),
+        op("snapshot", dev(0), 2, 7),
+        op("snapshot", dev(0), 3),
+        op("history", 4),
+        op("history", 5),
+        op("free_async", alloc(0), STREAM_NULL, 0),
+        op("malloc", dev(0), SIZE_DEVICE, 1),
+        op("reset_peak", dev(0)),
+        op("stats_list", dev(0), 7),
+        op("snapshot", DEV_N, 3),
+        op("empty_cache", DEV_N),
+        op("empty_cache", dev(0)),
+        op("history", 0),
     ]),
     # struct_size around every boundary.
     "seed-structs": b"".join([

@@ -11,5 +11,9 @@ int run_devices(bool json);
 // A `--backend` choice must already be in ACCEL_BACKEND: main sets it before
 // the first accel call, since discovery reads it once per process.
 int run_selftest(bool json);
+// `accelctl memory`: with `snapshot_file`, the summary of that snapshot
+// file; with `dump_file`, writes the current device's snapshot there; with
+// neither, the allocator's configuration and statistics of every device.
+int run_memory(bool json, const std::string& snapshot_file, const std::string& dump_file);
 
 }  // namespace accelctl

@@ -27,7 +27,8 @@ constexpr const char* kDescription =
     "(1 for this shape).\n"
     "\n"
     "Environment: ACCEL_PLUGIN_PATH (extra plugin directories, colon-separated,\n"
-    "absolute), ACCEL_BACKEND (force a backend), ACCEL_LOG_LEVEL (trace..off).";
+    "absolute), ACCEL_BACKEND (force a backend), ACCEL_LOG_LEVEL (trace..off),\n"
+    "ACCEL_ALLOC_CONF (the device memory allocator: accelctl memory).";
 
 void add_json_flag(CLI::App& app, bool& json) {
   app.add_flag("--json", json, "Print machine-readable JSON instead of text");
@@ -98,6 +99,39 @@ int main(int argc, char** argv) {
   add_backend_option(*selftest, backend_name);
   add_json_flag(*selftest, json);
 
+  CLI::App* memory = app.add_subcommand(
+      "memory", "Show the caching allocator's configuration and statistics, or read a snapshot");
+  memory->footer(
+      "Without options: the device allocator's backend (caching or native) and\n"
+      "configuration (ACCEL_ALLOC_CONF), then for every device the main statistics of\n"
+      "accel_memory_stats_list (allocated, reserved, active and requested bytes with\n"
+      "their peaks, allocations, segments, vendor allocations and frees, out-of-memory\n"
+      "failures). They are this accelctl process's own: to look at a program, have it\n"
+      "write accel_memory_snapshot to a file and read that with --snapshot.\n"
+      "--snapshot FILE: a summary of a snapshot file (docs/memory.md has its schema):\n"
+      "segments (small, large), reserved, allocated, active and requested bytes,\n"
+      "fragmentation (reserved / allocated), the largest free block, blocks per state,\n"
+      "totals per stream, history events per action, and any inconsistency found\n"
+      "(exit 1 then, or when the file is not a snapshot).\n"
+      "--dump-snapshot FILE: writes the current device's snapshot to FILE.\n"
+      "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
+      "\"allocator\", \"config\", \"device_count\", \"devices\": [{\"index\", \"stats\"}]};\n"
+      "with --snapshot {\"schema_version\", \"file\", \"snapshot_schema_version\",\n"
+      "\"backend\", \"device\", \"allocator\", \"config\", \"capacity\", \"segments\",\n"
+      "\"reserved_bytes\", \"allocated_bytes\", \"active_bytes\", \"requested_bytes\",\n"
+      "\"fragmentation\", \"largest_free_block\", \"blocks\", \"streams\", \"history\",\n"
+      "\"problems\"}; with --dump-snapshot {\"schema_version\", \"file\", \"device\", \"bytes\"}.");
+  std::string snapshot_file, dump_file;
+  CLI::Option* snapshot_opt =
+      memory->add_option("--snapshot", snapshot_file, "Summarise this snapshot file")
+          ->check(CLI::ExistingFile);
+  memory
+      ->add_option("--dump-snapshot", dump_file,
+                   "Write the current device's snapshot (JSON) to this file")
+      ->excludes(snapshot_opt);
+  add_backend_option(*memory, backend_name);
+  add_json_flag(*memory, json);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -116,6 +150,7 @@ int main(int argc, char** argv) {
     if (selftest->parsed()) return accelctl::run_selftest(json);
     if (backends->parsed()) return accelctl::run_backends(json);
     if (devices->parsed()) return accelctl::run_devices(json);
+    if (memory->parsed()) return accelctl::run_memory(json, snapshot_file, dump_file);
     return accelctl::run_summary(json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "accelctl: error: %s\n", e.what());

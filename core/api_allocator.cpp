@@ -1,0 +1,260 @@
+// The stream-ordered allocator's entry points (docs/memory.md):
+// allocations and frees on a stream, record_stream, empty_cache, statistics
+// under torch's names, snapshots and their history.
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "alloc/stats.hpp"
+#include "callbacks.hpp"
+#include "checks.hpp"
+#include "device_memory.hpp"
+#include "error.hpp"
+#include "guard.hpp"
+#include "handles.hpp"
+#include "host_services.hpp"
+#include "memory_table.hpp"
+#include "runtime.hpp"
+
+using namespace accel::core;
+
+namespace {
+
+// Statistics of one device: the allocator's, the direct calls' under
+// backend:native, or zeros before the first allocation.
+accel::alloc::Stats device_stats(const Backend& b, int32_t device) {
+  accel::alloc::Stats s;
+  if (DeviceMemory* m = find_device_memory(b, device)) {
+    if (caching_allocator()) return m->allocator.stats();
+    std::lock_guard lock(m->native_mutex);
+    s = m->native_stats;
+  }
+  const size_t max_split = alloc_config().max_split_size;
+  s.max_split_size = max_split == SIZE_MAX ? -1 : static_cast<int64_t>(max_split);
+  return s;
+}
+
+// The stream `stream` names for memory `ptr` (NULL: the current stream of
+// its device): live, and of the same backend and device.
+accel_status_t stream_for(const char* fn, const Allocation& a, const void* ptr,
+                          accel_stream_t& stream) {
+  if (stream == nullptr) return current_stream(*a.backend, a.device, stream);
+  if (!live(stream)) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)", fn);
+  }
+  if (stream->backend != a.backend || stream->device != a.device) {
+    return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                 "{}: {} belongs to {} device {} but the stream to {} device {}", fn, ptr,
+                 a.backend->name, a.device, stream->backend->name, stream->device);
+  }
+  return ACCEL_SUCCESS;
+}
+
+std::string native_snapshot(const Backend& b, int32_t device) {
+  nlohmann::json j = nlohmann::json::object();
+  j["allocator"] = "native";
+  j["config"] = accel::alloc::describe(alloc_config());
+  auto& segs = j["segments"] = nlohmann::json::array();
+  for (const Allocation& a : entries_of(&b, device)) {
+    segs.push_back({{"address", a.base},
+                    {"total_size", a.bytes},
+                    {"allocated_size", a.bytes},
+                    {"active_size", a.bytes},
+                    {"requested_size", a.bytes},
+                    {"stream", ""},
+                    {"segment_type", a.bytes <= accel::alloc::kSmallSize ? "small" : "large"},
+                    {"blocks", nlohmann::json::array({{{"address", a.base},
+                                                       {"size", a.bytes},
+                                                       {"requested_size", a.bytes},
+                                                       {"state", "active_allocated"}}})}});
+  }
+  j["history"] = {{"max_entries", 0}, {"dropped", 0}, {"events", nlohmann::json::array()}};
+  return j.dump();
+}
+
+}  // namespace
+
+extern "C" {
+
+accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** ptr) {
+  const char* const fn = __func__;
+  const void* caller = __builtin_return_address(0);
+  return guarded(fn, [&] {
+    if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
+    if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", fn);
+    if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    Backend& b = *stream->backend;
+    if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
+    return allocate_device_memory(fn, b, stream->device, stream, bytes, caller, ptr);
+  });
+}
+
+accel_status_t accel_free_async(void* ptr, accel_stream_t stream) {
+  const char* const fn = __func__;
+  const void* caller = __builtin_return_address(0);
+  return guarded(fn, [&] {
+    if (stream != nullptr && !live(stream)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)",
+                   fn);
+    }
+    if (ptr == nullptr) return ACCEL_SUCCESS;
+    return free_device_memory(fn, ptr, true, stream, caller);
+  });
+}
+
+accel_status_t accel_record_stream(void* ptr, accel_stream_t stream) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
+    Allocation a;
+    if (!find_allocation(ptr, a) || a.type != ACCEL_MEMORY_DEVICE) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: {} is not inside a live allocation made by accel_malloc", fn, ptr);
+    }
+    if (auto st = ensure_ready(*a.backend); st != ACCEL_SUCCESS) return st;
+    if (auto st = stream_for(fn, a, ptr, stream); st != ACCEL_SUCCESS) return st;
+    Allocation entry;
+    if (find_entry(ptr, entry) && entry.owner != nullptr &&
+        entry.owner->allocator.record_stream(ptr, stream) == accel::alloc::Lookup::kMissing) {
+      // Freed by another thread since the lookup above.
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: {} is not inside a live allocation made by accel_malloc", fn, ptr);
+    }
+    return ACCEL_SUCCESS;  // backend:native: frees are not stream-ordered; nothing to do
+  });
+}
+
+accel_status_t accel_empty_cache(int32_t device) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    DeviceMemory* m = find_device_memory(*b, target);
+    if (m == nullptr || !caching_allocator()) return ACCEL_SUCCESS;  // nothing cached
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = m->allocator.empty_cache(); st != ACCEL_SUCCESS) {
+      return failf(st, "{}: {} device {}: {}", fn, b->name, target, last_error());
+    }
+    return ACCEL_SUCCESS;
+  });
+}
+
+const char* accel_get_allocator_backend(void) {
+  return caching_allocator() ? "caching" : "native";
+}
+
+accel_status_t accel_memory_stats_list(int32_t device, accel_memory_stat_t* stats,
+                                       size_t capacity, size_t* count) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (count == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: count is NULL", fn);
+    if (stats == nullptr && capacity > 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stats is NULL but capacity is {}", fn,
+                   capacity);
+    }
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    std::vector<accel::alloc::NamedValue> flat;
+    accel::alloc::flatten(device_stats(*b, target), flat);
+    for (size_t i = 0; i < std::min(capacity, flat.size()); ++i)
+      stats[i] = {flat[i].name, flat[i].value};
+    *count = flat.size();
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_reset_accumulated_memory_stats(int32_t device) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (DeviceMemory* m = find_device_memory(*b, target)) {
+      m->allocator.reset_accumulated();
+      std::lock_guard lock(m->native_mutex);
+      m->native_stats.reset_accumulated();
+    }
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capacity,
+                                     size_t* length) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (length == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: length is NULL", fn);
+    if (buffer == nullptr && capacity > 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: buffer is NULL but capacity is {}", fn,
+                   capacity);
+    }
+    Backend* b = nullptr;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    int32_t target = 0;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    DeviceMemory* m = find_device_memory(*b, target);
+    std::string body;
+    if (caching_allocator()) {
+      body = m != nullptr ? m->allocator.snapshot(stream_name) : std::string();
+    } else {
+      body = native_snapshot(*b, target);
+    }
+    nlohmann::json j = body.empty() ? nlohmann::json{{"allocator", "caching"},
+                                                     {"config", accel::alloc::describe(
+                                                                    alloc_config())},
+                                                     {"segments", nlohmann::json::array()},
+                                                     {"history",
+                                                      {{"max_entries", 0},
+                                                       {"dropped", 0},
+                                                       {"events", nlohmann::json::array()}}}}
+                                    : nlohmann::json::parse(body);
+    nlohmann::json stats = nlohmann::json::object();
+    std::vector<accel::alloc::NamedValue> flat;
+    accel::alloc::flatten(device_stats(*b, target), flat);
+    for (const auto& v : flat) stats[v.name] = v.value;
+    j["stats"] = std::move(stats);
+    j["schema_version"] = 1;
+    j["backend"] = b->name;
+    j["device"] = target;
+    size_t total = 0, free_bytes = 0;
+    if (initialised(*b) && b->api.mem_get_info != nullptr &&
+        ensure_ready(*b) == ACCEL_SUCCESS &&
+        call_plugin(*b, "mem_get_info",
+                    [&] { return b->api.mem_get_info(target, &free_bytes, &total); }) !=
+            ACCEL_SUCCESS) {
+      total = 0;
+      clear_last_error();
+    }
+    j["capacity"] = total;
+    std::string text = j.dump();
+    *length = text.size();
+    if (capacity == 0 && buffer == nullptr) return ACCEL_SUCCESS;
+    if (capacity < text.size() + 1) {
+      return failf(ACCEL_ERROR_OUT_OF_RANGE,
+                   "{}: the snapshot needs {} bytes with its NUL; capacity is {}", fn,
+                   text.size() + 1, capacity);
+    }
+    std::memcpy(buffer, text.c_str(), text.size() + 1);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_record_memory_history(size_t max_entries) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (max_entries > (size_t{1} << 24)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} entries is more than 16777216", fn,
+                   max_entries);
+    }
+    set_memory_history(max_entries);
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // extern "C"
