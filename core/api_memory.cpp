@@ -99,14 +99,16 @@ accel_status_t allocate_device_memory(const char* fn, Backend& b, int32_t device
     }
     record_allocation({reinterpret_cast<uintptr_t>(p), bytes, &b, device, ACCEL_MEMORY_DEVICE});
     native_account_alloc(m, bytes);
+    // accel_memory_stats' counters; the caching allocator keeps them under
+    // its lock instead (four atomic updates less per allocation).
+    DeviceState& ds = b.devices[device];
+    uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = ds.peak.load(std::memory_order_relaxed);
+    while (now > peak && !ds.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+    ds.live_allocations.fetch_add(1, std::memory_order_relaxed);
+    ds.total_allocations.fetch_add(1, std::memory_order_relaxed);
   }
-  DeviceState& ds = b.devices[device];
-  uint64_t now = ds.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  uint64_t peak = ds.peak.load(std::memory_order_relaxed);
-  while (now > peak && !ds.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-  ds.live_allocations.fetch_add(1, std::memory_order_relaxed);
-  ds.total_allocations.fetch_add(1, std::memory_order_relaxed);
   t_hot.last_memory = &m;
   *ptr = p;
   return ACCEL_SUCCESS;
@@ -158,7 +160,6 @@ accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_s
     alloc::BlockInfo info;
     switch (a.owner->allocator.free(ptr, stream, caller, &info)) {
       case alloc::Lookup::kFound:
-        count_free(b, a.device, info.requested);
         t_hot.last_memory = a.owner;
         return ACCEL_SUCCESS;
       case alloc::Lookup::kInside:
@@ -207,7 +208,15 @@ accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void*
     if (auto st = require_memory_ops(fn, *b); st != ACCEL_SUCCESS) return st;
     accel_stream_s* stream = nullptr;
     if (caching_allocator()) {
-      if (auto st = current_stream(*b, target, stream); st != ACCEL_SUCCESS) return st;
+      // The thread's cached current stream (as accel_current_stream's fast
+      // path), else the full lookup.
+      HotThread& h = t_hot;
+      if (target == h.device && h.stream_device == target &&
+          h.stream_epoch == g_stream_epoch.load(std::memory_order_acquire)) {
+        stream = h.stream;
+      } else if (auto st = current_stream(*b, target, stream); st != ACCEL_SUCCESS) {
+        return st;
+      }
     }
     return allocate_device_memory(fn, *b, target, stream, bytes, caller, ptr);
   });
@@ -223,7 +232,6 @@ accel_status_t free_impl(void* ptr, const void* caller) {
       if (check_reentry(fn) == ACCEL_SUCCESS && ensure_ready(m->backend) == ACCEL_SUCCESS) {
         accel::alloc::BlockInfo info;
         if (m->allocator.free(ptr, nullptr, caller, &info) == accel::alloc::Lookup::kFound) {
-          count_free(m->backend, m->device, info.requested);
           return ACCEL_SUCCESS;
         }
       }
@@ -339,10 +347,19 @@ accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
     const DeviceState& ds = b->devices[target];
     accel_memory_stats_t full{};
-    full.allocated_bytes = ds.allocated.load(std::memory_order_relaxed);
-    full.peak_allocated_bytes = ds.peak.load(std::memory_order_relaxed);
-    full.allocation_count = ds.live_allocations.load(std::memory_order_relaxed);
-    full.total_allocations = ds.total_allocations.load(std::memory_order_relaxed);
+    if (DeviceMemory* m = find_device_memory(*b, target); m != nullptr && caching_allocator()) {
+      // The same meaning, kept by the allocator: live bytes as requested.
+      const accel::alloc::Stats s = m->allocator.stats();
+      full.allocated_bytes = static_cast<uint64_t>(s.requested_bytes[accel::alloc::kAll].current);
+      full.peak_allocated_bytes = static_cast<uint64_t>(s.requested_bytes[accel::alloc::kAll].peak);
+      full.allocation_count = static_cast<uint64_t>(s.allocation[accel::alloc::kAll].current);
+      full.total_allocations = static_cast<uint64_t>(s.lifetime_allocations);
+    } else {
+      full.allocated_bytes = ds.allocated.load(std::memory_order_relaxed);
+      full.peak_allocated_bytes = ds.peak.load(std::memory_order_relaxed);
+      full.allocation_count = ds.live_allocations.load(std::memory_order_relaxed);
+      full.total_allocations = ds.total_allocations.load(std::memory_order_relaxed);
+    }
     size_t caller_size = stats->struct_size;
     std::memcpy(stats, &full, std::min(caller_size, sizeof full));
     stats->struct_size = caller_size;

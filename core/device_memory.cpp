@@ -15,6 +15,8 @@
 
 namespace accel::core {
 
+std::atomic<int> g_caching{-1};
+
 const alloc::Config& alloc_config() {
   static const alloc::Config config = [] {
     alloc::Config c;
@@ -133,8 +135,12 @@ void native_account_free(DeviceMemory& m, size_t bytes) {
 }
 
 // --- PluginDeviceOps ---------------------------------------------------------
+// Every call runs with the allocator's lock held: marked as a locked
+// callback, so a plugin that calls back into accel from it gets
+// ACCEL_ERROR_REENTRANT instead of a deadlock on that lock.
 
 accel_status_t PluginDeviceOps::raw_alloc(size_t bytes, void** ptr) {
+  LockedCallbackScope scope(b_, "mem_alloc", "allocator", owner_.allocator.mutex());
   void* p = nullptr;
   auto st = call_plugin(b_, "mem_alloc", [&] { return b_.api.mem_alloc(device_, bytes, &p); });
   if (st != ACCEL_SUCCESS) return st;
@@ -151,6 +157,7 @@ accel_status_t PluginDeviceOps::raw_alloc(size_t bytes, void** ptr) {
 }
 
 accel_status_t PluginDeviceOps::raw_free(void* ptr, size_t) {
+  LockedCallbackScope scope(b_, "mem_free", "allocator", owner_.allocator.mutex());
   Allocation a;
   if (!take_allocation(ptr, a)) {
     return failf(ACCEL_ERROR_INTERNAL, "segment {} of {} device {} missing from the table", ptr,
@@ -163,6 +170,7 @@ accel_status_t PluginDeviceOps::raw_free(void* ptr, size_t) {
 
 size_t PluginDeviceOps::capacity() {
   if (!capacity_known_) {
+    LockedCallbackScope scope(b_, "mem_get_info", "allocator", owner_.allocator.mutex());
     capacity_known_ = true;
     size_t free_bytes = 0;
     if (b_.api.mem_get_info != nullptr &&
@@ -176,6 +184,7 @@ size_t PluginDeviceOps::capacity() {
 }
 
 accel_status_t PluginDeviceOps::event_create(alloc::EventHandle* ev) {
+  LockedCallbackScope scope(b_, "event_create", "allocator", owner_.allocator.mutex());
   if (b_.api.event_create == nullptr) {
     *ev = &g_synced_marker;
     return ACCEL_SUCCESS;
@@ -188,6 +197,7 @@ accel_status_t PluginDeviceOps::event_create(alloc::EventHandle* ev) {
 }
 
 accel_status_t PluginDeviceOps::event_record(alloc::EventHandle ev, alloc::StreamKey stream) {
+  LockedCallbackScope scope(b_, "event_record", "allocator", owner_.allocator.mutex());
   const accel_stream_s* s = as_stream(stream);
   if (ev == &g_synced_marker) {
     if (running_on_stream(s)) {
@@ -203,12 +213,14 @@ accel_status_t PluginDeviceOps::event_record(alloc::EventHandle ev, alloc::Strea
 }
 
 accel_status_t PluginDeviceOps::event_query(alloc::EventHandle ev) {
+  LockedCallbackScope scope(b_, "event_query", "allocator", owner_.allocator.mutex());
   if (ev == &g_synced_marker) return ACCEL_SUCCESS;
   return call_plugin(b_, "event_query",
                      [&] { return b_.api.event_query(static_cast<accel_plugin_event_t>(ev)); });
 }
 
 accel_status_t PluginDeviceOps::event_synchronize(alloc::EventHandle ev) {
+  LockedCallbackScope scope(b_, "event_synchronize", "allocator", owner_.allocator.mutex());
   if (ev == &g_synced_marker) return ACCEL_SUCCESS;
   // A host function of this device may be what the marker waits for.
   if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
@@ -222,12 +234,14 @@ accel_status_t PluginDeviceOps::event_synchronize(alloc::EventHandle ev) {
 }
 
 void PluginDeviceOps::event_destroy(alloc::EventHandle ev) {
+  LockedCallbackScope scope(b_, "event_destroy", "allocator", owner_.allocator.mutex());
   if (ev == &g_synced_marker) return;
   (void)call_plugin(b_, "event_destroy",
                     [&] { return b_.api.event_destroy(static_cast<accel_plugin_event_t>(ev)); });
 }
 
 accel_status_t PluginDeviceOps::synchronize() {
+  LockedCallbackScope scope(b_, "device_synchronize", "allocator", owner_.allocator.mutex());
   if (const HostCall* call = running_host_call();
       call != nullptr && call->backend == &b_ && call->device == device_) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,

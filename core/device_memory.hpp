@@ -4,6 +4,7 @@
 // of the direct calls). See docs/memory.md.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -20,7 +21,17 @@ namespace accel::core {
 // ACCEL_ALLOC_CONF, read once (secure_getenv). An invalid value is warned
 // about in the log once and the defaults are used.
 const alloc::Config& alloc_config();
-inline bool caching_allocator() { return alloc_config().caching; }
+// alloc_config().caching, cached in a plain global after the first call (the
+// hot paths read it twice per allocation).
+extern std::atomic<int> g_caching;  // -1 unknown, 0 native, 1 caching
+inline bool caching_allocator() {
+  int c = g_caching.load(std::memory_order_relaxed);
+  if (c < 0) [[unlikely]] {
+    c = alloc_config().caching ? 1 : 0;
+    g_caching.store(c, std::memory_order_relaxed);
+  }
+  return c != 0;
+}
 
 // The allocator's view of one device of a backend, over its plugin.
 class PluginDeviceOps final : public alloc::DeviceOps {

@@ -91,8 +91,11 @@ class PluginHostOps final : public alloc::HostOps {
   accel_status_t event_record(alloc::EventHandle ev, alloc::StreamKey stream) override {
     Marker* m = as_marker(ev);
     const accel_stream_s* s = as_stream(stream);
-    if (m->kind != Marker::kSyncBackend && m->kind != Marker::kDone && !usable(s))
-      m->kind = Marker::kSyncBackend;  // destroyed since event_create
+    if (m->kind != Marker::kSyncBackend && m->kind != Marker::kDone && !usable(s)) {
+      // Destroyed since event_create.
+      if (m->kind == Marker::kEvent) release_event(*m);
+      m->kind = Marker::kSyncBackend;
+    }
     switch (m->kind) {
       case Marker::kDone:
         return ACCEL_SUCCESS;
@@ -134,14 +137,20 @@ class PluginHostOps final : public alloc::HostOps {
 
   void event_destroy(alloc::EventHandle ev) override {
     Marker* m = as_marker(ev);
-    if (m->kind == Marker::kEvent && !gone(*m->backend)) {
-      (void)call_plugin(*m->backend, "event_destroy",
-                        [&] { return m->backend->api.event_destroy(m->native); });
-    }
+    if (m->kind == Marker::kEvent) release_event(*m);
     delete m;
   }
 
  private:
+  static void release_event(Marker& m) {
+    if (!gone(*m.backend)) {
+      (void)call_plugin(*m.backend, "event_destroy",
+                        [&] { return m.backend->api.event_destroy(m.native); });
+    }
+    m.native = nullptr;
+    m.backend = nullptr;
+  }
+
   // A stream that used the memory was destroyed before its work was marked
   // (the core marks streams as they are destroyed, so only when that
   // failed): wait for everything the backend runs.

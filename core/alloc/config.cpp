@@ -54,6 +54,10 @@ bool parse_config(std::string_view text, Config& out, std::string& error) {
     } else if (key == "max_split_size_mb") {
       // PyTorch's floor: a split limit at or below a large segment would
       // leave the large pool unable to split its own 20 MiB segments.
+      if (value == "unlimited") {  // what describe() writes for the default
+        c.max_split_size = SIZE_MAX;
+        continue;
+      }
       if (!parse_unsigned(value, n) || n <= kMaxSplitFloorMb || n > (SIZE_MAX >> 20)) {
         error = fmt::format("max_split_size_mb:{} is not a whole number of MiB above {}", value,
                             kMaxSplitFloorMb);

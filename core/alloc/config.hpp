@@ -22,8 +22,8 @@ struct Config {
   // 0: off. Otherwise, once reserved memory passes this fraction of the
   // device's capacity, cached blocks unused the longest are freed first.
   double garbage_collection_threshold = 0.0;
-  // Requests above 512 x this round up to one of this many equal steps
-  // between two powers of two (1: off, round to 512 bytes only).
+  // Requests above kSmallSize (1 MiB) round up to one of this many equal
+  // steps between two powers of two (1: off, round to 512 bytes only).
   size_t roundup_power2_divisions = 1;
 };
 

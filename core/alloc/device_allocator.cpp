@@ -16,7 +16,9 @@ namespace accel::alloc {
 size_t round_size(size_t bytes, const Config& c) {
   if (bytes < kMinBlockSize) return kMinBlockSize;
   size_t divisions = c.roundup_power2_divisions;
-  if (divisions > 1 && bytes > kMinBlockSize * divisions) {
+  // Only large-pool requests: small blocks are cut from 2 MiB segments at
+  // 512-byte granularity, where coarser steps would only waste memory.
+  if (divisions > 1 && bytes > kSmallSize) {
     // One of `divisions` equal steps between the power of two at or below
     // `bytes` and the next: 1200 MiB with 4 divisions becomes 1280 MiB.
     size_t floor = std::bit_floor(bytes);
@@ -66,6 +68,7 @@ struct Block {
   Segment* segment = nullptr;
   std::vector<StreamKey> uses;  // other streams named by record_stream
   PoolSet::node_type node;      // the pool's node, kept while not in the pool
+  PoolSet::iterator position;   // where it is in the pool, while it is there
 
   bool free() const { return !allocated && event_count == 0; }
   bool split() const { return prev != nullptr || next != nullptr; }
@@ -134,10 +137,10 @@ struct DeviceAllocator::Impl {
   // counts as inactive_split while it is in the pool.
   void pool_insert(Block* b) {
     if (b->node.empty()) {
-      pool_of(b).insert(b);
+      b->position = pool_of(b).insert(b).first;
     } else {
       b->node.value() = b;
-      pool_of(b).insert(std::move(b->node));
+      b->position = pool_of(b).insert(std::move(b->node)).position;
     }
     if (b->split()) {
       add(stats.inactive_split, b->kind(), 1);
@@ -145,7 +148,7 @@ struct DeviceAllocator::Impl {
     }
   }
   void pool_erase(Block* b) {
-    b->node = pool_of(b).extract(b);
+    b->node = pool_of(b).extract(b->position);  // no search
     if (b->split()) {
       sub(stats.inactive_split, b->kind(), 1);
       sub(stats.inactive_split_bytes, b->kind(), static_cast<int64_t>(b->size));
@@ -342,15 +345,17 @@ struct DeviceAllocator::Impl {
     return release(whole_free_segments());
   }
 
-  // garbage_collection_threshold: before growing past the threshold, free
-  // the cached segments unused the longest until the new one fits under it.
+  // garbage_collection_threshold: once reserved memory is past the
+  // threshold, free the cached segments unused the longest before a new
+  // vendor allocation, until the new segment fits under it (or none is
+  // left). Below the threshold the cache stays, as in PyTorch.
   void collect_garbage(size_t incoming) {
     size_t capacity = ops.capacity();
     if (capacity == 0) return;
     auto limit = static_cast<int64_t>(config.garbage_collection_threshold *
                                       static_cast<double>(capacity));
     int64_t reserved = stats.reserved_bytes[kAll].current;
-    if (reserved + static_cast<int64_t>(incoming) <= limit) return;
+    if (reserved <= limit) return;
     std::vector<Block*> idle = whole_free_segments();
     std::sort(idle.begin(), idle.end(), [](const Block* a, const Block* b) {
       return a->segment->last_used < b->segment->last_used;
@@ -380,6 +385,7 @@ struct DeviceAllocator::Impl {
 
   accel_status_t allocate(size_t bytes, StreamKey stream, const void* caller, void** out,
                           std::string& error) {
+    error.clear();
     if (!pending.empty()) process_events();
     // Sizes near SIZE_MAX would overflow the rounding: no device has them.
     if (bytes > (SIZE_MAX >> 2)) {
@@ -440,6 +446,7 @@ struct DeviceAllocator::Impl {
     PoolKind kind = b->kind();
     auto sz = static_cast<int64_t>(b->size);
     add(stats.allocation, kind, 1);
+    ++stats.lifetime_allocations;
     add(stats.allocated_bytes, kind, sz);
     add(stats.requested_bytes, kind, static_cast<int64_t>(bytes));
     add(stats.active, kind, 1);

@@ -30,9 +30,8 @@ void History::resize(size_t max_entries) {
   dropped_ = 0;
 }
 
-void History::add(Action a, uintptr_t address, size_t size, const void* stream,
-                  const void* caller) {
-  if (max_ == 0) return;
+void History::push(Action a, uintptr_t address, size_t size, const void* stream,
+                   const void* caller) {
   auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();

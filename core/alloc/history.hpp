@@ -37,11 +37,15 @@ class History {
   // 0: off (drops what was kept).
   void resize(size_t max_entries);
   bool on() const { return max_ != 0; }
-  void add(Action a, uintptr_t address, size_t size, const void* stream, const void* caller);
+  void add(Action a, uintptr_t address, size_t size, const void* stream, const void* caller) {
+    if (max_ != 0) [[unlikely]]
+      push(a, address, size, stream, caller);
+  }
   // {"max_entries", "dropped", "events": [...]}, oldest first.
   void to_json(nlohmann::json& out, std::string (*stream_name)(const void*)) const;
 
  private:
+  void push(Action a, uintptr_t address, size_t size, const void* stream, const void* caller);
   std::vector<HistoryEvent> ring_;
   size_t max_ = 0;
   size_t next_ = 0;  // where the next event goes once the ring is full

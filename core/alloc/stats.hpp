@@ -15,12 +15,12 @@ struct Stat {
   int64_t peak = 0;
   int64_t allocated = 0;
   int64_t freed = 0;
-  void add(int64_t n) {
+  [[gnu::always_inline]] void add(int64_t n) {
     current += n;
     allocated += n;
     if (current > peak) peak = current;
   }
-  void sub(int64_t n) {
+  [[gnu::always_inline]] void sub(int64_t n) {
     current -= n;
     freed += n;
   }
@@ -41,17 +41,20 @@ struct Stats {
   int64_t num_device_alloc = 0;
   int64_t num_device_free = 0;
   int64_t max_split_size = -1;  // bytes; -1 unlimited
+  // Allocations since start, never reset (accel_memory_stats'
+  // total_allocations; not one of torch's keys).
+  int64_t lifetime_allocations = 0;
 
   void reset_peak();
   void reset_accumulated();
 };
 
 // Adds n to `s` for pool `p` and for kAll.
-inline void add(StatArray& s, PoolKind p, int64_t n) {
+[[gnu::always_inline]] inline void add(StatArray& s, PoolKind p, int64_t n) {
   s[kAll].add(n);
   s[p].add(n);
 }
-inline void sub(StatArray& s, PoolKind p, int64_t n) {
+[[gnu::always_inline]] inline void sub(StatArray& s, PoolKind p, int64_t n) {
   s[kAll].sub(n);
   s[p].sub(n);
 }

@@ -473,11 +473,15 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
  * allocations ("segments") that the core caches, the design of PyTorch's
  * CUDA caching allocator done once for every backend. A block belongs to the
  * stream it was allocated on (accel_malloc: the calling thread's current
- * stream of the device); once freed it is reused at once by later
- * allocations on that stream, which run after everything queued before the
- * free, and by other streams only after the work of the streams named with
- * accel_record_stream / accel_free_async has completed. So accel_free is
- * safe while work that uses the memory is still queued on its stream.
+ * stream of the device). Once freed it serves later allocations on that
+ * stream only: at once when no other stream used it (they run after
+ * everything queued before the free), otherwise once the work queued up to
+ * the free on the streams named with accel_record_stream / accel_free_async
+ * has completed. Memory changes stream only by going back to the vendor
+ * (accel_empty_cache, the out-of-memory retry) or when its stream is
+ * destroyed (then it moves to the device's default stream once the
+ * destroyed stream's work has completed). So accel_free is safe while work
+ * that uses the memory is still queued on its stream.
  *
  * ACCEL_ALLOC_CONF (read once, at the first allocation, through
  * secure_getenv) configures it with PYTORCH_CUDA_ALLOC_CONF's syntax and key
@@ -489,13 +493,13 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
  *   max_split_size_mb:N      blocks of N MiB or more are never split (N > 20).
  *   garbage_collection_threshold:F  0 < F < 1: above F x the device's memory
  *                            reserved, free cached blocks unused the longest.
- *   roundup_power2_divisions:N  round requests above 512 x N bytes up to one
- *                            of N equal steps between two powers of two (N a
- *                            power of 2 up to 1024; 1 = off, the default:
- *                            requests round up to 512 bytes).
+ *   roundup_power2_divisions:N  round requests above 1 MiB up to one of N
+ *                            equal steps between two powers of two (N a
+ *                            power of 2 up to 1024; 1 = off, the default;
+ *                            every request rounds up to 512 bytes).
  * PyTorch's other keys (expandable_segments, ...) are refused as unknown.
- * An invalid value is reported (accel_last_error of the first allocation and
- * the log) and the whole setting ignored. */
+ * An invalid value is warned about in the log (ACCEL_LOG_LEVEL=warn, the
+ * default) and the whole setting ignored. */
 
 /* Allocates `bytes` (> 0) of device memory on the device of `stream` (NULL:
  * the current stream of the current device), ordered on that stream: work
@@ -851,8 +855,10 @@ ACCEL_API accel_status_t accel_stream_from_native(int32_t device,
  * cudaMallocHost / cuMemHostAlloc. */
 ACCEL_API accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr);
 
-/* Frees memory from accel_host_malloc; NULL is a no-op. Like accel_free it
- * does not wait for queued copies: synchronize first. Statuses:
+/* Frees memory from accel_host_malloc; NULL is a no-op. The block goes back
+ * to the pinned host cache, reused once the copies accel_memcpy_async
+ * queued from or to it have completed (with ACCEL_ALLOC_CONF=backend:native
+ * it is a vendor free: synchronize first). Statuses:
  * ACCEL_ERROR_INVALID_ARGUMENT (not a live accel_host_malloc pointer, or one
  * inside such an allocation), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
  * Thread-safe. cudaFreeHost. */

@@ -54,14 +54,17 @@ TEST_CASE("round_size rounds to 512 bytes below 1 MiB and without divisions", "[
 }
 
 TEST_CASE("round_size with roundup_power2_divisions", "[alloc][rounding]") {
+  // docs/memory.md, config.hpp: with N > 1 divisions a request of more than
+  // 1 MiB (the large pool) is rounded up to one of N equal steps between the
+  // powers of two around it; smaller ones keep the 512-byte rounding.
   Config c;
   c.roundup_power2_divisions = 4;
-  // Below 1 MiB the divisions do not apply (only requests of kSmallSize or
-  // more are rounded to a division).
+  CHECK(round_size(1, c) == 512);
+  CHECK(round_size(2049, c) == 2560);
   CHECK(round_size(700000, c) == 700416);
   CHECK(round_size(kMiB - 1, c) == kMiB);
-  // Between 1 MiB and 2 MiB: steps of 256 KiB.
   CHECK(round_size(kMiB, c) == kMiB);
+  // Between 1 MiB and 2 MiB: steps of 256 KiB.
   CHECK(round_size(kMiB + 1, c) == kMiB + 256 * kKiB);
   CHECK(round_size(kMiB + 256 * kKiB, c) == kMiB + 256 * kKiB);
   CHECK(round_size(kMiB + 256 * kKiB + 1, c) == kMiB + 512 * kKiB);
@@ -71,8 +74,10 @@ TEST_CASE("round_size with roundup_power2_divisions", "[alloc][rounding]") {
   CHECK(round_size(3 * kMiB + 1, c) == 3 * kMiB + 512 * kKiB);
   // Between 4 and 8 MiB: steps of 1 MiB.
   CHECK(round_size(7 * kMiB + 1, c) == 8 * kMiB);
+  CHECK(round_size(1200 * kMiB, c) == 1280 * kMiB);  // the example of docs/memory.md
 
   c.roundup_power2_divisions = 2;
+  CHECK(round_size(1025, c) == 1536);
   CHECK(round_size(3 * kMiB, c) == 3 * kMiB);
   CHECK(round_size(3 * kMiB + 1, c) == 4 * kMiB);
   CHECK(round_size(kGiB + 1, c) == kGiB + kGiB / 2);
@@ -85,9 +90,9 @@ TEST_CASE("round_size with roundup_power2_divisions", "[alloc][rounding]") {
 
 TEST_CASE("round_size properties over many sizes", "[alloc][rounding]") {
   // For every request: r >= n, r a multiple of 512, r - n below one step
-  // (512 bytes, or the division of the power of two below n), monotone, and a
-  // rounded size rounds to itself.
-  for (size_t divisions : {1, 2, 4, 8, 16}) {
+  // (512 bytes, or above 1 MiB the N-th of the power of two at or below n),
+  // monotone, and a rounded size rounds to itself.
+  for (size_t divisions : {1, 2, 4, 8, 16, 1024}) {
     Config c;
     c.roundup_power2_divisions = divisions;
     size_t previous = 0;
@@ -97,7 +102,7 @@ TEST_CASE("round_size properties over many sizes", "[alloc][rounding]") {
       REQUIRE(r >= n);
       REQUIRE(r % 512 == 0);
       size_t step = 512;
-      if (divisions > 1 && n >= kMiB) {
+      if (divisions > 1 && n > kMiB) {
         size_t floor2 = size_t{1} << (63 - __builtin_clzll(n));
         step = std::max<size_t>(floor2 / divisions, 512);
       }
@@ -386,6 +391,34 @@ TEST_CASE("max_split_size keeps oversize blocks whole and away from smaller requ
   f.check();
 }
 
+TEST_CASE("a large request takes an oversize block only if less than 20 MiB stay unused",
+          "[alloc][max-split]") {
+  // docs/memory.md: "a larger request takes one only if less than 20 MiB of
+  // it would be left unused".
+  Config c;
+  c.max_split_size = 21 * kMiB;
+  Fixture f(4 * kGiB, c);
+  void* big = f.get(50 * kMiB, S1);
+  f.put(big);
+  void* h = f.get(22 * kMiB, S1);  // 28 MiB would be unused: a new segment
+  CHECK(f.ops.segment_of(h) != reinterpret_cast<uintptr_t>(big));
+  CHECK(f.ops.raw_allocs() == 2);
+  void* k = f.get(31 * kMiB, S1);  // 19 MiB unused: the 50 MiB block, whole
+  CHECK(k == big);
+  CHECK(f.info(k).size == 50 * kMiB);
+  CHECK(f.ops.raw_allocs() == 2);
+  Stats s = f.alloc.stats();
+  CHECK(s.oversize_allocations.current == 2);
+  CHECK(s.oversize_segments.current == 2);
+  f.put(h);
+  f.put(k);
+  REQUIRE(f.alloc.empty_cache() == ACCEL_SUCCESS);
+  s = f.alloc.stats();
+  CHECK(s.oversize_segments.current == 0);
+  CHECK(s.oversize_segments.freed == 2);
+  f.check();
+}
+
 TEST_CASE("max_split_size unlimited by default", "[alloc][max-split]") {
   Fixture f;
   CHECK(f.alloc.stats().max_split_size == -1);
@@ -514,6 +547,48 @@ TEST_CASE("out of memory when nothing can be freed", "[alloc][oom]") {
   f.check();
 }
 
+TEST_CASE("a device too small for a whole segment still holds the block", "[alloc][oom]") {
+  // The lead's note (alloc-bugs.md, 07:10): once the cache is freed, the
+  // retry asks for a segment of exactly the rounded request.
+  SECTION("small pool") {
+    Fixture f(kMiB);
+    void* p = f.get(4096, S1);
+    auto live = f.ops.live();
+    REQUIRE(live.size() == 1);
+    CHECK(live.begin()->second == 4096);
+    Stats s = f.alloc.stats();
+    CHECK(s.reserved_bytes[kSmallPool].current == 4096);
+    CHECK(s.num_alloc_retries == 1);
+    CHECK(s.num_ooms == 0);
+    // The exact segment is full: the next request needs one of its own.
+    void* q = f.get(4096, S1);
+    CHECK(f.ops.segment_of(q) != f.ops.segment_of(p));
+    f.put(p);
+    void* r = f.get(4096, S1);  // p's segment, from the cache
+    CHECK(r == p);
+    f.put(q);
+    f.put(r);
+    f.check();
+  }
+  SECTION("large pool") {
+    Fixture f(12 * kMiB);
+    void* p = f.get(5 * kMiB, S1);  // 20 MiB do not fit: 5 MiB do
+    CHECK(f.ops.live_bytes() == 5 * kMiB);
+    CHECK(f.info(p).size == 5 * kMiB);
+    Stats s = f.alloc.stats();
+    CHECK(s.reserved_bytes[kLargePool].current == int64_t(5 * kMiB));
+    CHECK(s.segment[kLargePool].current == 1);
+    CHECK(s.num_alloc_retries == 1);
+    // 7 MiB left: a request of 8 MiB fails, naming what is held.
+    void* q = nullptr;
+    std::string error;
+    CHECK(f.alloc.allocate(8 * kMiB, S1, nullptr, &q, error) == ACCEL_ERROR_OUT_OF_MEMORY);
+    CHECK(f.alloc.stats().num_ooms == 1);
+    f.put(p);
+    f.check();
+  }
+}
+
 TEST_CASE("another failure of the vendor allocation is returned as is", "[alloc][oom]") {
   Fixture f;
   f.ops.fail_raw_alloc(ACCEL_ERROR_BACKEND_FAILURE);
@@ -605,37 +680,59 @@ TEST_CASE("empty_cache keeps a segment with one live block of several", "[alloc]
   f.check();
 }
 
+// docs/memory.md: once reserved memory is past F x capacity, every new vendor
+// allocation is preceded by returning cached free segments, unused the
+// longest first, until the new segment fits under the threshold or none is
+// left; below the threshold the cache is left alone.
+TEST_CASE("garbage_collection_threshold leaves the cache alone below it", "[alloc][gc]") {
+  Config c;
+  c.garbage_collection_threshold = 0.5;  // 50 MiB of 100
+  Fixture f(100 * kMiB, c);
+  void* x = f.get(12 * kMiB, S1);
+  f.put(x);
+  void* y = f.get(14 * kMiB, S1);
+  f.put(y);
+  // Reserved 26 MiB: not past the threshold, although the new 30 MiB
+  // segment takes it there.
+  void* z = f.get(30 * kMiB, S1);
+  CHECK(f.ops.raw_frees() == 0);
+  CHECK(f.ops.live_bytes() == 56 * kMiB);
+  f.put(z);
+  f.check();
+}
+
 TEST_CASE("garbage_collection_threshold frees the oldest cached segments first", "[alloc][gc]") {
   Config c;
   c.garbage_collection_threshold = 0.5;  // 50 MiB of 100
   Fixture f(100 * kMiB, c);
-  // Reserved passes the threshold while nothing is cached: nothing to collect.
   void* x = f.get(12 * kMiB, S1);
   void* y = f.get(14 * kMiB, S1);
-  void* z = f.get(30 * kMiB, S1);
+  void* v = f.get(4 * kMiB, S1);   // a 20 MiB segment
+  void* z = f.get(30 * kMiB, S1);  // reserved 76 MiB, nothing cached
   CHECK(f.ops.raw_frees() == 0);
-  CHECK(f.ops.live_bytes() == 56 * kMiB);
-  f.put(x);  // x is cached first: unused the longest
-  f.put(y);
-  // Reserved 56 MiB > 50 and a new segment is needed (16 MiB fits neither
-  // cached block): both cached segments go, oldest first, before the vendor
-  // allocation, without the out-of-memory path.
-  void* w = f.get(16 * kMiB, S1);
-  CHECK_FALSE(f.ops.is_live(x));
-  CHECK_FALSE(f.ops.is_live(y));
-  CHECK(f.ops.raw_frees() == 2);
+  f.put(y);  // cached first: unused the longest
+  f.put(v);
+  f.put(x);
+  // Past the threshold, S2 (no cached block of its own) needs a 16 MiB
+  // segment: 76 + 16 = 92 MiB. y goes (62 + 16), then v (42 + 16), then x
+  // (30 + 16 = 46 <= 50): by age, neither by size nor by address.
+  void* w = f.get(16 * kMiB, S2);
   auto calls = f.ops.calls();
-  long freed_x = find_call(calls, CountingOps::Call::kRawFree, 12 * kMiB);
   long freed_y = find_call(calls, CountingOps::Call::kRawFree, 14 * kMiB);
+  long freed_v = find_call(calls, CountingOps::Call::kRawFree, 20 * kMiB);
+  long freed_x = find_call(calls, CountingOps::Call::kRawFree, 12 * kMiB);
   long allocated = find_call(calls, CountingOps::Call::kRawAlloc, 16 * kMiB);
-  REQUIRE(freed_x >= 0);
   REQUIRE(freed_y >= 0);
+  REQUIRE(freed_v >= 0);
+  REQUIRE(freed_x >= 0);
   REQUIRE(allocated >= 0);
-  CHECK(freed_x < freed_y);
-  CHECK(freed_y < allocated);
+  CHECK(freed_y < freed_v);
+  CHECK(freed_v < freed_x);
+  CHECK(freed_x < allocated);
   CHECK(find_call(calls, CountingOps::Call::kRawAllocFailed) == -1);
+  CHECK(f.ops.raw_frees() == 3);
   Stats s = f.alloc.stats();
-  CHECK(s.num_alloc_retries == 0);
+  CHECK(s.num_alloc_retries == 0);  // not the out-of-memory path
   CHECK(s.num_ooms == 0);
   CHECK(s.reserved_bytes[kAll].current == int64_t(46 * kMiB));
   f.put(z);
@@ -643,23 +740,24 @@ TEST_CASE("garbage_collection_threshold frees the oldest cached segments first",
   f.check();
 }
 
-TEST_CASE("garbage_collection_threshold collects nothing while reserved is below it",
-          "[alloc][gc]") {
-  // "Once reserved memory passes this fraction" (config.hpp; accel.h: "above
-  // F x the device's memory reserved"): at 26 of 50 MiB reserved the cache
-  // stays, although the new 30 MiB segment takes reserved past the threshold
-  // (PyTorch compares the reserved memory before the allocation too).
+TEST_CASE("garbage_collection_threshold stops once the new segment fits", "[alloc][gc]") {
   Config c;
   c.garbage_collection_threshold = 0.5;
   Fixture f(100 * kMiB, c);
   void* x = f.get(12 * kMiB, S1);
-  f.put(x);
   void* y = f.get(14 * kMiB, S1);
-  f.put(y);
-  void* z = f.get(30 * kMiB, S1);
-  CHECK(f.ops.raw_frees() == 0);
-  CHECK(f.ops.live_bytes() == 56 * kMiB);
+  void* z = f.get(30 * kMiB, S1);  // reserved 56 MiB
+  f.put(y);                        // the oldest
+  f.put(x);
+  // A 2 MiB small segment: 56 + 2 = 58; y alone brings it to 44.
+  void* w = f.get(4096, S2);
+  auto calls = f.ops.calls();
+  CHECK(find_call(calls, CountingOps::Call::kRawFree, 14 * kMiB) >= 0);
+  CHECK(find_call(calls, CountingOps::Call::kRawFree, 12 * kMiB) == -1);
+  CHECK(f.ops.raw_frees() == 1);
+  CHECK(f.alloc.stats().reserved_bytes[kAll].current == int64_t(44 * kMiB));
   f.put(z);
+  f.put(w);
   f.check();
 }
 
@@ -745,7 +843,7 @@ TEST_CASE("snapshot lists segments and blocks with their states", "[alloc][snaps
   void* big = f.get(5 * kMiB, S2);
   CHECK(f.alloc.record_stream(big, S3) == Lookup::kFound);
   f.ops.enqueue(S3);
-  f.put(big);  // pending until S3's work completes
+  f.put(big);                        // pending until S3's work completes
   void* tail = f.get(kMiB + 1, S2);  // after big, in the same segment
 
   auto j = nlohmann::json::parse(f.alloc.snapshot(name_of));

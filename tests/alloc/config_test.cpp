@@ -114,8 +114,8 @@ TEST_CASE("parse_config refuses invalid settings whole", "[alloc][config]") {
     Config c = start;
     std::string error;
     bool ok = parse_config(b.text, c, error);
-    INFO("parse_config(\"" << b.text << "\") -> " << ok << ", error \"" << error
-                           << "\", config " << show(c));
+    INFO("parse_config(\"" << b.text << "\") -> " << ok << ", error \"" << error << "\", config "
+                           << show(c));
     CHECK_FALSE(ok);
     CHECK_FALSE(error.empty());
     if (*b.key) CHECK(error.find(b.key) != std::string::npos);
@@ -125,17 +125,16 @@ TEST_CASE("parse_config refuses invalid settings whole", "[alloc][config]") {
 }
 
 TEST_CASE("describe writes what parse_config reads back", "[alloc][config]") {
+  // Every key away from its default.
   std::vector<Config> configs;
   Config c;
-  c.garbage_collection_threshold = 0.5;
-  configs.push_back(c);
-  c.caching = false;
-  configs.push_back(c);
-  c = Config{};
   c.max_split_size = 21 * kMiB;
   c.garbage_collection_threshold = 0.8;
   c.roundup_power2_divisions = 4;
   configs.push_back(c);
+  c.caching = false;
+  configs.push_back(c);
+  c.caching = true;
   c.max_split_size = kGiB;
   c.garbage_collection_threshold = 1.0 / 3.0;
   c.roundup_power2_divisions = 16;
@@ -148,9 +147,39 @@ TEST_CASE("describe writes what parse_config reads back", "[alloc][config]") {
     Config back;
     back.caching = !config.caching;  // a different start: everything must be set
     std::string error;
-    REQUIRE(parse_config(text, back, error));
+    bool ok = parse_config(text, back, error);
+    INFO("error: " << error);
+    REQUIRE(ok);
     CHECK(same(back, config));
     CHECK(text.rfind(config.caching ? "backend:caching" : "backend:native", 0) == 0);
+  }
+}
+
+TEST_CASE("describe of default values reads back", "[alloc][config]") {
+  // describe writes the defaults as "max_split_size_mb:unlimited" and
+  // "garbage_collection_threshold:0" (docs/memory.md's snapshot); a snapshot's
+  // "config" should be a valid ACCEL_ALLOC_CONF that reproduces the setting.
+  std::vector<Config> configs;
+  configs.push_back(Config{});
+  Config c;
+  c.garbage_collection_threshold = 0.5;  // max_split_size unlimited
+  configs.push_back(c);
+  c = Config{};
+  c.max_split_size = 64 * kMiB;  // garbage collection off
+  configs.push_back(c);
+  for (const Config& config : configs) {
+    std::string text = describe(config);
+    INFO(show(config) << " -> \"" << text << "\"");
+    Config back;
+    back.caching = false;
+    back.max_split_size = 30 * kMiB;
+    back.garbage_collection_threshold = 0.25;
+    back.roundup_power2_divisions = 8;
+    std::string error;
+    bool ok = parse_config(text, back, error);
+    INFO("error: " << error);
+    CHECK(ok);
+    if (ok) CHECK(same(back, config));
   }
 }
 

@@ -9,6 +9,10 @@
 //     counter of queued work (enqueue(), and each marker recorded on it) and
 //     a counter of completed work (complete()); a marker is done once its
 //     stream's completed counter reaches the value it was recorded at;
+//   - keeps the memory of the last vendor frees (poisoned for
+//     AddressSanitizer) before giving it back to the host, so that a new
+//     vendor allocation never reuses a just-freed address: a test can tell
+//     "freed" from "freed and allocated again";
 //   - writes down every misuse (a free of an unknown pointer or with the
 //     wrong size, an unknown event) in problems(), which tests check: the
 //     fake cannot fail a Catch2 test from inside the allocator (the calls
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -29,6 +34,17 @@
 #include <vector>
 
 #include "device_allocator.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ACCEL_ALLOC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ACCEL_ALLOC_TEST_ASAN 1
+#endif
+#endif
+#ifdef ACCEL_ALLOC_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace accel_alloc_test {
 
@@ -52,6 +68,7 @@ class CountingOps : public accel::alloc::DeviceOps {
     // The allocator's destructor returns nothing to the vendor: what is still
     // live is ours to release (LeakSanitizer would report it otherwise).
     for (auto& [p, n] : live_) std::free(reinterpret_cast<void*>(p));
+    while (!quarantine_.empty()) release_oldest();
     for (Event* e : events_) delete e;
   }
   CountingOps(const CountingOps&) = delete;
@@ -115,7 +132,7 @@ class CountingOps : public accel::alloc::DeviceOps {
     live_.erase(it);
     ++raw_free_ok_;
     calls_.push_back({Call::kRawFree, reinterpret_cast<uintptr_t>(ptr), bytes});
-    std::free(ptr);
+    quarantine(ptr, bytes);
     return ACCEL_SUCCESS;
   }
 
@@ -328,6 +345,31 @@ class CountingOps : public accel::alloc::DeviceOps {
     return buf;
   }
   void problem(const std::string& what) { problems_ += what + "\n"; }
+
+  // The last kQuarantineCount frees (at most kQuarantineBytes) stay
+  // allocated on the host, poisoned: an access is a use after the vendor
+  // free, and the address is not handed out again yet.
+  static constexpr size_t kQuarantineCount = 32;
+  static constexpr size_t kQuarantineBytes = size_t{256} << 20;
+  void quarantine(void* p, size_t bytes) {
+#ifdef ACCEL_ALLOC_TEST_ASAN
+    ASAN_POISON_MEMORY_REGION(p, bytes);
+#endif
+    quarantine_.emplace_back(p, bytes);
+    quarantine_bytes_ += bytes;
+    while (quarantine_.size() > kQuarantineCount || quarantine_bytes_ > kQuarantineBytes) {
+      release_oldest();
+    }
+  }
+  void release_oldest() {
+    auto [p, bytes] = quarantine_.front();
+    quarantine_.pop_front();
+    quarantine_bytes_ -= bytes;
+#ifdef ACCEL_ALLOC_TEST_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+#endif
+    std::free(p);
+  }
   Event* lookup(EventHandle ev, const char* call) {
     auto* e = static_cast<Event*>(ev);
     if (events_.count(e) == 0) {
@@ -345,6 +387,8 @@ class CountingOps : public accel::alloc::DeviceOps {
   size_t capacity_;
   std::map<uintptr_t, size_t> live_;
   size_t live_bytes_ = 0;
+  std::deque<std::pair<void*, size_t>> quarantine_;
+  size_t quarantine_bytes_ = 0;
   std::set<Event*> events_;
   std::map<StreamKey, Stream> streams_;
   std::vector<Call> calls_;

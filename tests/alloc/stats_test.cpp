@@ -117,9 +117,10 @@ TEST_CASE("flatten names every documented statistic once", "[alloc][stats]") {
     }
   }
   const std::pair<const char*, int64_t> counters[] = {
-      {"num_alloc_retries", s.num_alloc_retries}, {"num_ooms", s.num_ooms},
+      {"num_alloc_retries", s.num_alloc_retries},       {"num_ooms", s.num_ooms},
       {"num_sync_all_streams", s.num_sync_all_streams}, {"num_device_alloc", s.num_device_alloc},
-      {"num_device_free", s.num_device_free}, {"max_split_size", s.max_split_size}};
+      {"num_device_free", s.num_device_free},           {"max_split_size", s.max_split_size},
+  };
   for (auto [name, v] : counters) {
     INFO(name);
     const NamedValue* nv = value(name);

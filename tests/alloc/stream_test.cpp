@@ -79,7 +79,9 @@ TEST_CASE("record_stream holds a freed block until the other stream's work compl
   void* p = f.get(4096, S1);
   f.ops.enqueue(S2);  // work on S2 that reads p
   SECTION("by its base") { CHECK(f.alloc.record_stream(p, S2) == Lookup::kFound); }
-  SECTION("by an inner pointer") { CHECK(f.alloc.record_stream(at(p, 1000), S2) == Lookup::kInside); }
+  SECTION("by an inner pointer") {
+    CHECK(f.alloc.record_stream(at(p, 1000), S2) == Lookup::kInside);
+  }
   f.put(p);
   Stats s = f.alloc.stats();
   CHECK(s.allocation[kAll].current == 0);
@@ -110,7 +112,8 @@ TEST_CASE("record_stream holds a freed block until the other stream's work compl
   drain(f);
 }
 
-TEST_CASE("record_stream on the block's own stream changes nothing", "[alloc][stream][record-stream]") {
+TEST_CASE("record_stream on the block's own stream changes nothing",
+          "[alloc][stream][record-stream]") {
   Fixture f;
   void* p = f.get(4096, S1);
   f.ops.enqueue(S1);
@@ -122,7 +125,8 @@ TEST_CASE("record_stream on the block's own stream changes nothing", "[alloc][st
   drain(f);
 }
 
-TEST_CASE("record_stream of several streams waits for all of them", "[alloc][stream][record-stream]") {
+TEST_CASE("record_stream of several streams waits for all of them",
+          "[alloc][stream][record-stream]") {
   Fixture f;
   void* p = f.get(5 * kMiB, S1);
   f.ops.enqueue(S2);
