@@ -66,9 +66,10 @@ bool parse_config(std::string_view text, Config& out, std::string& error) {
       c.max_split_size = static_cast<size_t>(n) << 20;
     } else if (key == "garbage_collection_threshold") {
       double f = 0;
-      if (!parse_fraction(value, f) || f <= 0.0 || f >= 1.0) {
-        error = fmt::format("garbage_collection_threshold:{} is not a fraction between 0 and 1",
-                            value);
+      // 0 is "off", the default (what describe() writes when it is off).
+      if (!parse_fraction(value, f) || f < 0.0 || f >= 1.0) {
+        error = fmt::format(
+            "garbage_collection_threshold:{} is not a fraction from 0 (off) to below 1", value);
         return false;
       }
       c.garbage_collection_threshold = f;

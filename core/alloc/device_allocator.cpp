@@ -528,6 +528,9 @@ struct DeviceAllocator::Impl {
 
   accel_status_t empty_cache() {
     wait_all_events();
+    // The spare markers go back too: empty_cache returns what it can.
+    for (EventHandle e : spare_events) ops.event_destroy(e);
+    spare_events.clear();
     auto st = release(whole_free_segments());
     history.add(Action::kEmptyCache, 0, 0, nullptr, nullptr);
     return st;

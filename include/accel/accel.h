@@ -491,8 +491,10 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
  *                            as before the allocator existed (accel_free then
  *                            needs the memory idle, as cuMemFree does).
  *   max_split_size_mb:N      blocks of N MiB or more are never split (N > 20).
- *   garbage_collection_threshold:F  0 < F < 1: above F x the device's memory
- *                            reserved, free cached blocks unused the longest.
+ *   garbage_collection_threshold:F  0 <= F < 1 (0: off, the default): once
+ *                            more than F x the device's memory is reserved,
+ *                            free the cached segments unused the longest
+ *                            before asking the vendor for more.
  *   roundup_power2_divisions:N  round requests above 1 MiB up to one of N
  *                            equal steps between two powers of two (N a
  *                            power of 2 up to 1024; 1 = off, the default;
