@@ -143,12 +143,10 @@ accel_status_t accel_empty_cache(int32_t device) {
   });
 }
 
-const char* accel_get_allocator_backend(void) {
-  return caching_allocator() ? "caching" : "native";
-}
+const char* accel_get_allocator_backend(void) { return caching_allocator() ? "caching" : "native"; }
 
-accel_status_t accel_memory_stats_list(int32_t device, accel_memory_stat_t* stats,
-                                       size_t capacity, size_t* count) {
+accel_status_t accel_memory_stats_list(int32_t device, accel_memory_stat_t* stats, size_t capacity,
+                                       size_t* count) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (count == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: count is NULL", fn);
@@ -205,15 +203,15 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
     } else {
       body = native_snapshot(*b, target);
     }
-    nlohmann::json j = body.empty() ? nlohmann::json{{"allocator", "caching"},
-                                                     {"config", accel::alloc::describe(
-                                                                    alloc_config())},
-                                                     {"segments", nlohmann::json::array()},
-                                                     {"history",
-                                                      {{"max_entries", 0},
-                                                       {"dropped", 0},
-                                                       {"events", nlohmann::json::array()}}}}
-                                    : nlohmann::json::parse(body);
+    nlohmann::json j = body.empty()
+                           ? nlohmann::json{{"allocator", "caching"},
+                                            {"config", accel::alloc::describe(alloc_config())},
+                                            {"segments", nlohmann::json::array()},
+                                            {"history",
+                                             {{"max_entries", 0},
+                                              {"dropped", 0},
+                                              {"events", nlohmann::json::array()}}}}
+                           : nlohmann::json::parse(body);
     nlohmann::json stats = nlohmann::json::object();
     std::vector<accel::alloc::NamedValue> flat;
     accel::alloc::flatten(device_stats(*b, target), flat);
@@ -223,11 +221,10 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
     j["backend"] = b->name;
     j["device"] = target;
     size_t total = 0, free_bytes = 0;
-    if (initialised(*b) && b->api.mem_get_info != nullptr &&
-        ensure_ready(*b) == ACCEL_SUCCESS &&
-        call_plugin(*b, "mem_get_info",
-                    [&] { return b->api.mem_get_info(target, &free_bytes, &total); }) !=
-            ACCEL_SUCCESS) {
+    if (initialised(*b) && b->api.mem_get_info != nullptr && ensure_ready(*b) == ACCEL_SUCCESS &&
+        call_plugin(*b, "mem_get_info", [&] {
+          return b->api.mem_get_info(target, &free_bytes, &total);
+        }) != ACCEL_SUCCESS) {
       total = 0;
       clear_last_error();
     }

@@ -50,8 +50,7 @@ accel_status_t check_device_range(const char* fn, const char* what, const void* 
 
 // A host-side pointer that is really device memory is a mixed-up kind.
 // `a` is the table's entry for `p` when it has one (type UNKNOWN otherwise).
-accel_status_t check_host_pointer(const char* fn, const char* what, const void* p,
-                                  Allocation& a) {
+accel_status_t check_host_pointer(const char* fn, const char* what, const void* p, Allocation& a) {
   if (!find_allocation(p, a)) {
     a.type = ACCEL_MEMORY_UNKNOWN;
     return ACCEL_SUCCESS;
@@ -147,13 +146,21 @@ accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_s
   }
   Backend& b = *a.backend;
   if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) return st;
+  if (a.owner != nullptr) {
+    // Live first, then the stream: a stale pointer is INVALID_ARGUMENT
+    // whatever the stream, as under backend:native.
+    alloc::BlockInfo info;
+    if (!a.owner->allocator.find(ptr, info)) return not_live(fn, ptr);
+    if (info.base != reinterpret_cast<uintptr_t>(ptr))
+      return inside(fn, ptr, info.base, info.requested);
+  }
   if (async) {
     if (stream == nullptr) {
       if (auto st = current_stream(b, a.device, stream); st != ACCEL_SUCCESS) return st;
     } else if (stream->backend != &b || stream->device != a.device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
-                   "{}: {} belongs to {} device {} but the stream to {} device {}", fn, ptr,
-                   b.name, a.device, stream->backend->name, stream->device);
+                   "{}: {} belongs to {} device {} but the stream to {} device {}", fn, ptr, b.name,
+                   a.device, stream->backend->name, stream->device);
     }
   }
   if (a.owner != nullptr) {

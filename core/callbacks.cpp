@@ -6,6 +6,7 @@
 
 #include "error.hpp"
 #include "handles.hpp"
+#include "runtime.hpp"
 
 namespace accel::core {
 
@@ -28,9 +29,13 @@ LockedCallbackScope::LockedCallbackScope(const Backend& b, const char* op, const
                                          std::mutex& held)
     : saved_(t_locked) {
   t_locked = LockedCallback{&b, op, lock, &held};
+  t_hot.in_locked_callback = true;
 }
 
-LockedCallbackScope::~LockedCallbackScope() { t_locked = saved_; }
+LockedCallbackScope::~LockedCallbackScope() {
+  t_locked = saved_;
+  t_hot.in_locked_callback = saved_.backend != nullptr;
+}
 
 std::string reentry_message(const char* fn) {
   if (t_locked.backend == nullptr) return {};
@@ -40,9 +45,8 @@ std::string reentry_message(const char* fn) {
       fn, plugin_label(*t_locked.backend), t_locked.op, t_locked.lock);
 }
 
-accel_status_t check_reentry(const char* fn) {
-  if (t_locked.backend == nullptr) [[likely]]
-    return ACCEL_SUCCESS;
+accel_status_t reentry_failure(const char* fn) {
+  if (t_locked.backend == nullptr) return ACCEL_SUCCESS;
   return fail(ACCEL_ERROR_REENTRANT, reentry_message(fn));
 }
 

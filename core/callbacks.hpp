@@ -18,6 +18,7 @@
 
 #include "accel/accel.h"
 #include "backend.hpp"
+#include "runtime.hpp"
 
 struct accel_stream_s;
 struct accel_event_s;
@@ -51,7 +52,12 @@ class LockedCallbackScope {
 // ACCEL_SUCCESS when no such callback runs on this thread; otherwise
 // ACCEL_ERROR_REENTRANT with a message naming `fn`, the plugin and its
 // callback. Called before the core takes a lock a callback may hold.
-accel_status_t check_reentry(const char* fn);
+accel_status_t reentry_failure(const char* fn);
+inline accel_status_t check_reentry(const char* fn) {
+  if (!t_hot.in_locked_callback) [[likely]]
+    return ACCEL_SUCCESS;
+  return reentry_failure(fn);
+}
 
 // The message check_reentry() would set (empty when not re-entered).
 std::string reentry_message(const char* fn);

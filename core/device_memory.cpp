@@ -116,8 +116,8 @@ void native_account_alloc(DeviceMemory& m, size_t bytes) {
   alloc::PoolKind k = pool_kind(bytes);
   // One vendor allocation is one segment holding one block.
   for (alloc::StatArray* a : {&s.allocation, &s.segment, &s.active}) add(*a, k, 1);
-  for (alloc::StatArray* a : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes,
-                              &s.requested_bytes})
+  for (alloc::StatArray* a :
+       {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes})
     add(*a, k, n);
   ++s.num_device_alloc;
 }
@@ -128,8 +128,8 @@ void native_account_free(DeviceMemory& m, size_t bytes) {
   auto n = static_cast<int64_t>(bytes);
   alloc::PoolKind k = pool_kind(bytes);
   for (alloc::StatArray* a : {&s.allocation, &s.segment, &s.active}) sub(*a, k, 1);
-  for (alloc::StatArray* a : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes,
-                              &s.requested_bytes})
+  for (alloc::StatArray* a :
+       {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes})
     sub(*a, k, n);
   ++s.num_device_free;
 }
@@ -145,8 +145,7 @@ accel_status_t PluginDeviceOps::raw_alloc(size_t bytes, void** ptr) {
   auto st = call_plugin(b_, "mem_alloc", [&] { return b_.api.mem_alloc(device_, bytes, &p); });
   if (st != ACCEL_SUCCESS) return st;
   if (p == nullptr) {
-    return failf(ACCEL_ERROR_INTERNAL, "backend '{}' returned success and a NULL pointer",
-                 b_.name);
+    return failf(ACCEL_ERROR_INTERNAL, "backend '{}' returned success and a NULL pointer", b_.name);
   }
   // The table knows the segment; the allocator knows its blocks.
   Allocation a{reinterpret_cast<uintptr_t>(p), bytes, &b_, device_, ACCEL_MEMORY_DEVICE};
@@ -173,10 +172,10 @@ size_t PluginDeviceOps::capacity() {
     LockedCallbackScope scope(b_, "mem_get_info", "allocator", owner_.allocator.mutex());
     capacity_known_ = true;
     size_t free_bytes = 0;
-    if (b_.api.mem_get_info != nullptr &&
-        call_plugin(b_, "mem_get_info", [&] {
-          return b_.api.mem_get_info(device_, &free_bytes, &capacity_);
-        }) != ACCEL_SUCCESS) {
+    if (b_.api.mem_get_info != nullptr && call_plugin(b_, "mem_get_info", [&] {
+                                            return b_.api.mem_get_info(device_, &free_bytes,
+                                                                       &capacity_);
+                                          }) != ACCEL_SUCCESS) {
       capacity_ = 0;
     }
   }
@@ -200,7 +199,7 @@ accel_status_t PluginDeviceOps::event_record(alloc::EventHandle ev, alloc::Strea
   LockedCallbackScope scope(b_, "event_record", "allocator", owner_.allocator.mutex());
   const accel_stream_s* s = as_stream(stream);
   if (ev == &g_synced_marker) {
-    if (running_on_stream(s)) {
+    if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "the allocator would wait for the stream of the running host function");
     }
@@ -242,14 +241,22 @@ void PluginDeviceOps::event_destroy(alloc::EventHandle ev) {
 
 accel_status_t PluginDeviceOps::synchronize() {
   LockedCallbackScope scope(b_, "device_synchronize", "allocator", owner_.allocator.mutex());
-  if (const HostCall* call = running_host_call();
-      call != nullptr && call->backend == &b_ && call->device == device_) {
+  // Any device of the backend: a stream of this device may wait for an
+  // event recorded after the host function on another one.
+  if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                 "the allocator would wait for {} device {}, which runs the calling host function",
-                 b_.name, device_);
+                 "the allocator would wait for {} device {} from a host function running on "
+                 "device {}, which that wait may depend on",
+                 b_.name, device_, call->device);
   }
-  return call_plugin(b_, "device_synchronize",
-                     [&] { return b_.api.device_synchronize(device_); });
+  return call_plugin(b_, "device_synchronize", [&] { return b_.api.device_synchronize(device_); });
+}
+
+bool PluginDeviceOps::stream_idle(alloc::StreamKey stream) {
+  LockedCallbackScope scope(b_, "stream_query", "allocator", owner_.allocator.mutex());
+  const accel_stream_s* s = as_stream(stream);
+  accel_status_t st = b_.api.stream_query(s->native);
+  return st == ACCEL_SUCCESS;  // NOT_READY or an error: wait for a marker
 }
 
 }  // namespace accel::core

@@ -47,6 +47,7 @@ class PluginDeviceOps final : public alloc::DeviceOps {
   accel_status_t event_synchronize(alloc::EventHandle ev) override;
   void event_destroy(alloc::EventHandle ev) override;
   accel_status_t synchronize() override;
+  bool stream_idle(alloc::StreamKey stream) override;
 
  private:
   Backend& b_;

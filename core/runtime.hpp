@@ -61,6 +61,9 @@ struct HotThread {
   uint64_t stream_epoch = 0;
   // host->set_error was called during the current plugin call.
   bool plugin_error_set = false;
+  // A plugin callback runs under a core lock on this thread (callbacks.hpp):
+  // lets check_reentry answer from here without the colder thread_local.
+  bool in_locked_callback = false;
   struct ThreadState* cold = nullptr;  // see thread_state()
   // The device whose allocator served this thread's last accel_malloc or
   // accel_free: accel_free asks it first, before the process-wide table.

@@ -75,8 +75,8 @@ bool parse_config(std::string_view text, Config& out, std::string& error) {
       c.garbage_collection_threshold = f;
     } else if (key == "roundup_power2_divisions") {
       if (!parse_unsigned(value, n) || n == 0 || (n & (n - 1)) != 0 || n > 1024) {
-        error = fmt::format("roundup_power2_divisions:{} is not a power of two from 1 to 1024",
-                            value);
+        error =
+            fmt::format("roundup_power2_divisions:{} is not a power of two from 1 to 1024", value);
         return false;
       }
       c.roundup_power2_divisions = static_cast<size_t>(n);

@@ -102,7 +102,7 @@ struct DeviceAllocator::Impl {
   std::mutex mutex;
   Stats stats;
   PoolSet small_pool, large_pool;
-  LiveMap live;                            // allocated blocks by address
+  LiveMap live;                                // allocated blocks by address
   std::vector<LiveMap::node_type> spare_live;  // recycled nodes: no malloc per allocation
   std::vector<Block*> spare_blocks;
   std::map<uintptr_t, Segment*> segments;  // by base address
@@ -352,8 +352,8 @@ struct DeviceAllocator::Impl {
   void collect_garbage(size_t incoming) {
     size_t capacity = ops.capacity();
     if (capacity == 0) return;
-    auto limit = static_cast<int64_t>(config.garbage_collection_threshold *
-                                      static_cast<double>(capacity));
+    auto limit =
+        static_cast<int64_t>(config.garbage_collection_threshold * static_cast<double>(capacity));
     int64_t reserved = stats.reserved_bytes[kAll].current;
     if (reserved <= limit) return;
     std::vector<Block*> idle = whole_free_segments();
@@ -457,8 +457,7 @@ struct DeviceAllocator::Impl {
     return ACCEL_SUCCESS;
   }
 
-  Block* new_segment(void* raw, size_t seg_size, bool small, StreamKey stream,
-                     const void* caller) {
+  Block* new_segment(void* raw, size_t seg_size, bool small, StreamKey stream, const void* caller) {
     auto* seg = new Segment();
     seg->base = reinterpret_cast<uintptr_t>(raw);
     seg->size = seg_size;
@@ -547,7 +546,8 @@ struct DeviceAllocator::Impl {
       }
     }
     if (affected.empty()) return ACCEL_SUCCESS;
-    Pending* m = marker(stream);  // nullptr: the device was synchronized instead
+    // nullptr: the stream is idle, or the device was synchronized instead.
+    Pending* m = ops.stream_idle(stream) ? nullptr : marker(stream);
     for (Block* b : affected) {
       b->uses.erase(std::remove(b->uses.begin(), b->uses.end(), stream), b->uses.end());
       if (b->segment->stream != stream) {
@@ -683,7 +683,7 @@ std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey
     nlohmann::json blocks = nlohmann::json::array();
     uint64_t allocated = 0, active = 0, requested = 0;
     for (Block* b = seg->head; b != nullptr; b = b->next) {
-      const char* state = b->allocated ? "active_allocated"
+      const char* state = b->allocated         ? "active_allocated"
                           : b->event_count > 0 ? "active_pending_free"
                                                : "inactive";
       if (b->allocated) {
@@ -768,16 +768,15 @@ std::string DeviceAllocator::Impl::check_invariants() {
     const StatArray& have;
     const StatArray& want;
   };
-  for (const Pair& p : {Pair{"allocation", stats.allocation, want.allocation},
-                        Pair{"segment", stats.segment, want.segment},
-                        Pair{"active", stats.active, want.active},
-                        Pair{"inactive_split", stats.inactive_split, want.inactive_split},
-                        Pair{"allocated_bytes", stats.allocated_bytes, want.allocated_bytes},
-                        Pair{"reserved_bytes", stats.reserved_bytes, want.reserved_bytes},
-                        Pair{"active_bytes", stats.active_bytes, want.active_bytes},
-                        Pair{"inactive_split_bytes", stats.inactive_split_bytes,
-                             want.inactive_split_bytes},
-                        Pair{"requested_bytes", stats.requested_bytes, want.requested_bytes}}) {
+  for (const Pair& p :
+       {Pair{"allocation", stats.allocation, want.allocation},
+        Pair{"segment", stats.segment, want.segment}, Pair{"active", stats.active, want.active},
+        Pair{"inactive_split", stats.inactive_split, want.inactive_split},
+        Pair{"allocated_bytes", stats.allocated_bytes, want.allocated_bytes},
+        Pair{"reserved_bytes", stats.reserved_bytes, want.reserved_bytes},
+        Pair{"active_bytes", stats.active_bytes, want.active_bytes},
+        Pair{"inactive_split_bytes", stats.inactive_split_bytes, want.inactive_split_bytes},
+        Pair{"requested_bytes", stats.requested_bytes, want.requested_bytes}}) {
     for (size_t k = 0; k < kPoolKinds; ++k) {
       if (p.have[k].current != p.want[k].current)
         return fmt::format("{}[{}].current is {}, the blocks say {}", p.name, k, p.have[k].current,

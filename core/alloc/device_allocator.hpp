@@ -32,12 +32,12 @@ using StreamKey = const void*;
 using EventHandle = void*;
 
 // Sizes of the design (the values of PyTorch's CUDA caching allocator).
-inline constexpr size_t kMinBlockSize = 512;            // rounding unit
-inline constexpr size_t kSmallSize = 1u << 20;          // largest small-pool request
-inline constexpr size_t kSmallBuffer = 2u << 20;        // small-pool segment
-inline constexpr size_t kLargeBuffer = 20u << 20;       // segment for requests below kMinLargeAlloc
-inline constexpr size_t kMinLargeAlloc = 10u << 20;     // from here: segment = rounded request
-inline constexpr size_t kRoundLarge = 2u << 20;         // rounding of large segments
+inline constexpr size_t kMinBlockSize = 512;         // rounding unit
+inline constexpr size_t kSmallSize = 1u << 20;       // largest small-pool request
+inline constexpr size_t kSmallBuffer = 2u << 20;     // small-pool segment
+inline constexpr size_t kLargeBuffer = 20u << 20;    // segment for requests below kMinLargeAlloc
+inline constexpr size_t kMinLargeAlloc = 10u << 20;  // from here: segment = rounded request
+inline constexpr size_t kRoundLarge = 2u << 20;      // rounding of large segments
 
 // What the allocator needs from one device. Calls come with the allocator's
 // lock held; an implementation must not call back into the allocator.
@@ -62,6 +62,9 @@ class DeviceOps {
   // Waits for every stream of the device (before segments that streams may
   // still use go back to the vendor).
   virtual accel_status_t synchronize() = 0;
+  // True when nothing is queued on `stream` (a destroyed stream's blocks
+  // then change stream at once instead of after a marker). May say false.
+  virtual bool stream_idle(StreamKey) { return false; }
 };
 
 // An allocated block as the caller sees it.

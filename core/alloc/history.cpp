@@ -10,13 +10,20 @@ namespace accel::alloc {
 
 const char* action_name(Action a) {
   switch (a) {
-    case Action::kAlloc: return "alloc";
-    case Action::kFreeRequested: return "free_requested";
-    case Action::kFreeCompleted: return "free_completed";
-    case Action::kSegmentAlloc: return "segment_alloc";
-    case Action::kSegmentFree: return "segment_free";
-    case Action::kEmptyCache: return "empty_cache";
-    case Action::kOom: return "oom";
+    case Action::kAlloc:
+      return "alloc";
+    case Action::kFreeRequested:
+      return "free_requested";
+    case Action::kFreeCompleted:
+      return "free_completed";
+    case Action::kSegmentAlloc:
+      return "segment_alloc";
+    case Action::kSegmentFree:
+      return "segment_free";
+    case Action::kEmptyCache:
+      return "empty_cache";
+    case Action::kOom:
+      return "oom";
   }
   return "unknown";
 }

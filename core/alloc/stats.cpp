@@ -6,13 +6,12 @@ namespace {
 
 // torch.cuda.memory_stats' keys, in the order accel_memory_stats_list
 // returns them. Spelled out so the names are static strings.
-#define ACCEL_POOL_STAT_NAMES(stat)                                                            \
-  stat ".all.current", stat ".all.peak", stat ".all.allocated", stat ".all.freed",             \
-      stat ".small_pool.current", stat ".small_pool.peak", stat ".small_pool.allocated",       \
-      stat ".small_pool.freed", stat ".large_pool.current", stat ".large_pool.peak",           \
+#define ACCEL_POOL_STAT_NAMES(stat)                                                      \
+  stat ".all.current", stat ".all.peak", stat ".all.allocated", stat ".all.freed",       \
+      stat ".small_pool.current", stat ".small_pool.peak", stat ".small_pool.allocated", \
+      stat ".small_pool.freed", stat ".large_pool.current", stat ".large_pool.peak",     \
       stat ".large_pool.allocated", stat ".large_pool.freed"
-#define ACCEL_PLAIN_STAT_NAMES(stat) \
-  stat ".current", stat ".peak", stat ".allocated", stat ".freed"
+#define ACCEL_PLAIN_STAT_NAMES(stat) stat ".current", stat ".peak", stat ".allocated", stat ".freed"
 
 constexpr const char* kDeviceNames[] = {
     ACCEL_POOL_STAT_NAMES("allocation"),
@@ -55,9 +54,9 @@ void push(const StatArray& a, const char* const*& name, std::vector<NamedValue>&
 }
 
 void each_array(Stats& s, void (*f)(Stat&)) {
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split,
-                       &s.allocated_bytes, &s.reserved_bytes, &s.active_bytes,
-                       &s.inactive_split_bytes, &s.requested_bytes})
+  for (StatArray* a :
+       {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+        &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     for (Stat& x : *a) f(x);
   f(s.oversize_allocations);
   f(s.oversize_segments);
@@ -80,9 +79,9 @@ void flatten(const Stats& s, std::vector<NamedValue>& out) {
   out.clear();
   out.reserve(std::size(kDeviceNames));
   const char* const* name = kDeviceNames;
-  for (const StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split,
-                             &s.allocated_bytes, &s.reserved_bytes, &s.active_bytes,
-                             &s.inactive_split_bytes, &s.requested_bytes})
+  for (const StatArray* a :
+       {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+        &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     push(*a, name, out);
   push(s.oversize_allocations, name, out);
   push(s.oversize_segments, name, out);

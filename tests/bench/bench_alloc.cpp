@@ -87,9 +87,9 @@ void alloc_pair_loop(benchmark::State& state, size_t bytes) {
     return;
   }
   const int64_t vendor = memory_stat(device, "num_device_alloc") - vendor_before;
-  state.counters["device_allocs_per_pair"] = benchmark::Counter(
-      static_cast<double>(vendor) / static_cast<double>(state.iterations()),
-      benchmark::Counter::kAvgThreads);
+  state.counters["device_allocs_per_pair"] =
+      benchmark::Counter(static_cast<double>(vendor) / static_cast<double>(state.iterations()),
+                         benchmark::Counter::kAvgThreads);
   state.SetItemsProcessed(state.iterations());
   state.SetLabel(label());
 }
@@ -285,46 +285,46 @@ bool Replay::run(const Gpt2& m, const std::vector<size_t>& lengths) {
       tape.push_back({bytes, true, grad, std::move(ws)});
     };
     auto temp = [&](size_t bytes) { tape.push_back({bytes, false, false, {}}); };
-    temp(T * H * kBf16);  // token embeddings
-    temp(S * H * kBf16);  // position embeddings
-    temp(T * H * kBf16);  // their sum
+    temp(T * H * kBf16);         // token embeddings
+    temp(S * H * kBf16);         // position embeddings
+    temp(T * H * kBf16);         // their sum
     saved(T * H, false, {wpe});  // dropout mask
     saved(T * H * kBf16, true);  // x0
     for (size_t l = 0; l < m.layers; ++l) {
       const int b = layer_base[l];
-      saved(T * kF32, false);                             // ln1 mean
-      saved(T * kF32, false);                             // ln1 rstd
-      saved(T * H * kBf16, true, {b, b + 1});             // ln1 out
-      saved(T * 3 * H * kBf16, true, {b + 2, b + 3});     // qkv
-      temp(T * H * kBf16);                                // K transposed, contiguous
-      temp(A * kBf16);                                    // scores
-      temp(A * kBf16);                                    // scaled scores
-      saved(A * kBf16, true);                             // probabilities
-      saved(A, false);                                    // attention dropout mask
-      saved(A * kBf16, true);                             // dropped probabilities
-      temp(T * H * kBf16);                                // context, heads apart
-      saved(T * H * kBf16, true, {b + 4, b + 5});         // context, merged
-      temp(T * H * kBf16);                                // projection
-      saved(T * H, false);                                // dropout mask
-      temp(T * H * kBf16);                                // dropped projection
-      saved(T * H * kBf16, true);                         // residual
-      saved(T * kF32, false);                             // ln2 mean
-      saved(T * kF32, false);                             // ln2 rstd
-      saved(T * H * kBf16, true, {b + 6, b + 7});         // ln2 out
-      saved(T * 4 * H * kBf16, true, {b + 8, b + 9});     // fc1
-      saved(T * 4 * H * kBf16, true, {b + 10, b + 11});   // gelu
-      temp(T * H * kBf16);                                // fc2
-      saved(T * H, false);                                // dropout mask
-      temp(T * H * kBf16);                                // dropped fc2
-      saved(T * H * kBf16, true);                         // residual: the layer's output
+      saved(T * kF32, false);                            // ln1 mean
+      saved(T * kF32, false);                            // ln1 rstd
+      saved(T * H * kBf16, true, {b, b + 1});            // ln1 out
+      saved(T * 3 * H * kBf16, true, {b + 2, b + 3});    // qkv
+      temp(T * H * kBf16);                               // K transposed, contiguous
+      temp(A * kBf16);                                   // scores
+      temp(A * kBf16);                                   // scaled scores
+      saved(A * kBf16, true);                            // probabilities
+      saved(A, false);                                   // attention dropout mask
+      saved(A * kBf16, true);                            // dropped probabilities
+      temp(T * H * kBf16);                               // context, heads apart
+      saved(T * H * kBf16, true, {b + 4, b + 5});        // context, merged
+      temp(T * H * kBf16);                               // projection
+      saved(T * H, false);                               // dropout mask
+      temp(T * H * kBf16);                               // dropped projection
+      saved(T * H * kBf16, true);                        // residual
+      saved(T * kF32, false);                            // ln2 mean
+      saved(T * kF32, false);                            // ln2 rstd
+      saved(T * H * kBf16, true, {b + 6, b + 7});        // ln2 out
+      saved(T * 4 * H * kBf16, true, {b + 8, b + 9});    // fc1
+      saved(T * 4 * H * kBf16, true, {b + 10, b + 11});  // gelu
+      temp(T * H * kBf16);                               // fc2
+      saved(T * H, false);                               // dropout mask
+      temp(T * H * kBf16);                               // dropped fc2
+      saved(T * H * kBf16, true);                        // residual: the layer's output
     }
-    saved(T * kF32, false);                          // final ln mean
-    saved(T * kF32, false);                          // final ln rstd
-    saved(T * H * kBf16, true, {lnf, lnf + 1});      // final ln out
-    saved(T * m.vocab * kBf16, true, {wte});         // logits (tied embedding)
-    temp(T * m.vocab * kF32);                        // logits in fp32
-    saved(T * m.vocab * kF32, true);                 // log-softmax
-    saved(kF32, true);                               // loss
+    saved(T * kF32, false);                      // final ln mean
+    saved(T * kF32, false);                      // final ln rstd
+    saved(T * H * kBf16, true, {lnf, lnf + 1});  // final ln out
+    saved(T * m.vocab * kBf16, true, {wte});     // logits (tied embedding)
+    temp(T * m.vocab * kF32);                    // logits in fp32
+    saved(T * m.vocab * kF32, true);             // log-softmax
+    saved(kF32, true);                           // loss
 
     // Forward: a temporary lives until the next tensor is allocated.
     std::vector<void*> dying;
@@ -378,6 +378,12 @@ void BM_alloc_fragmentation(benchmark::State& state) {
                                           ? std::vector<size_t>{512, 512, 512, 512, 512, 512}
                                           : std::vector<size_t>{512, 384, 448, 320, 512, 256};
   const int32_t device = accel_current_device_index();
+  size_t free_bytes = 0, total_bytes = 0;
+  if (accel_mem_get_info(device, &free_bytes, &total_bytes) == ACCEL_SUCCESS &&
+      total_bytes < (size_t{4} << 30)) {
+    state.SkipWithError("the trace needs a device of 4 GiB (ACCEL_SIM_MEMORY)");
+    return;
+  }
   int64_t reserved = 0, allocated = 0, requested = 0, segments = 0, vendor = 0;
   size_t calls = 0;
   for (auto _ : state) {

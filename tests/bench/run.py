@@ -30,9 +30,10 @@ import time
 
 
 def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None, prefix="bench-dispatch",
-                 reps_out=None):
+                 reps_out=None, strict=False):
     """Medians by run name. With reps_out (a dict), every repetition is kept
-    too: reps_out[run name] = the list of its repetitions' entries."""
+    too: reps_out[run name] = the list of its repetitions' entries. strict:
+    a benchmark that skipped with an error stops the run, saying why."""
     out = os.path.join(os.path.dirname(OUT), "%s-%s.json" % (prefix, tag))
     reps = "3" if quick else "7"
     argv = [exe, "--benchmark_repetitions=" + reps,
@@ -47,13 +48,19 @@ def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None, prefix="ben
         data = json.load(f)
     med = {}
     for b in data["benchmarks"]:
-        if reps_out is not None and "error_message" in b:
+        if strict and "error_message" in b:
             raise SystemExit("%s: %s: %s" % (os.path.basename(exe), b["name"], b["error_message"]))
         if b.get("aggregate_name") == "median":
             med[b["run_name"]] = b
         elif reps_out is not None and b.get("run_type") == "iteration":
             reps_out.setdefault(b["run_name"], []).append(b)
     return med
+
+
+def spread(reps, name, key="real_time"):
+    """(min, max) in ns over the repetitions of `name`, or None."""
+    values = [ns({name: r}, name, key) for r in reps.get(name, [])]
+    return (min(values), max(values)) if values else None
 
 
 def ns(med, name, key="real_time"):
@@ -73,7 +80,8 @@ def run_alloc(exe, quick, rows, over):
 
     def bench(tag, bench_filter, env):
         reps = {}
-        passes[tag] = (run_dispatch(exe, quick, tag, bench_filter, env, "bench-alloc", reps), reps)
+        passes[tag] = (run_dispatch(exe, quick, tag, bench_filter, env, "bench-alloc", reps, True),
+                       reps)
 
     bench("sim", "BM_alloc_", base)
     bench("sim-native", "BM_alloc_pair/", native)
@@ -90,8 +98,7 @@ def run_alloc(exe, quick, rows, over):
     # descheduled (the JSON keeps both).
     def cpu(tag, name):
         med, reps = passes[tag]
-        values = [ns({name: r}, name, "cpu_time") for r in reps.get(name, [])]
-        return ns(med, name, "cpu_time"), (min(values), max(values)) if values else None
+        return ns(med, name, "cpu_time"), spread(reps, name, "cpu_time")
 
     def real(tag, name):
         return ns(passes[tag][0], name)
@@ -102,32 +109,35 @@ def run_alloc(exe, quick, rows, over):
             over.append(row["benchmark"])
         rows.append(row)
 
-    mib = {1 << 20: "1 MiB", 64 << 20: "64 MiB"}
-    for size, label in mib.items():
-        name = "BM_alloc_pair/%d" % size
-        for tag, backend in (("sim", "sim"), ("opencl", "PoCL")) if ocl else (("sim", "sim"),):
-            t, spread = cpu(tag, name)
-            f, fspread = cpu(tag + "-native", name)
+    sizes = ((1 << 20, "1 MiB"), (64 << 20, "64 MiB"))
+    for tag, backend in (("sim", "sim"), ("opencl", "PoCL")) if ocl else (("sim", "sim"),):
+        for size, label in sizes:
+            name = "BM_alloc_pair/%d" % size
+            t, sp = cpu(tag, name)
+            f, fsp = cpu(tag + "-native", name)
             check({"benchmark": "[alloc] %s %s" % (tag, name), "floor": "backend:native",
-                   "ns": round(t, 1), "spread": spread, "floor_ns": round(f, 1),
-                   "floor_spread": fspread, "ratio": round(t / f, 4), "real_ns": round(real(tag, name), 1),
+                   "ns": round(t, 1), "spread": sp, "floor_ns": round(f, 1),
+                   "floor_spread": fsp, "ratio": round(t / f, 4),
+                   "real_ns": round(real(tag, name), 1),
                    "floor_real_ns": round(real(tag + "-native", name), 1),
                    "target": "pair <= 100 ns",
-                   "what": "%s: accel_malloc + accel_free, %s, cached (floor: the same pair "
-                           "with backend:native)" % (backend, label)}, t <= 100.0)
-        if ocl:
-            t, spread = cpu("opencl", name)
-            f, fspread = cpu("opencl", "BM_ocl_direct_svm_pair/%d" % size)
+                   "what": "%s: accel_malloc + accel_free, %s, cached, CPU time (floor: the same "
+                           "pair with backend:native)" % (backend, label)}, t <= 100.0)
+    if ocl:
+        for size, label in sizes:
+            name = "BM_alloc_pair/%d" % size
+            direct = "BM_ocl_direct_svm_pair/%d" % size
+            t, sp = cpu("opencl", name)
+            f, fsp = cpu("opencl", direct)
             target = 0.125 if size == 1 << 20 else 0.01
-            check({"benchmark": "[alloc] opencl %s vs clSVMAlloc" % name,
-                   "floor": "BM_ocl_direct_svm_pair/%d" % size,
-                   "ns": round(t, 1), "spread": spread, "floor_ns": round(f, 1),
-                   "floor_spread": fspread, "ratio": round(t / f, 4),
+            check({"benchmark": "[alloc] opencl %s vs clSVMAlloc" % name, "floor": direct,
+                   "ns": round(t, 1), "spread": sp, "floor_ns": round(f, 1),
+                   "floor_spread": fsp, "ratio": round(t / f, 4),
                    "real_ns": round(real("opencl", name), 1),
-                   "floor_real_ns": round(real("opencl", "BM_ocl_direct_svm_pair/%d" % size), 1),
+                   "floor_real_ns": round(real("opencl", direct), 1),
                    "target": "<= %g (%dx faster)" % (target, round(1 / target)),
                    "what": "PoCL: cached pair, %s, vs clSVMAlloc + clSVMFree in the same "
-                           "cl_context" % label}, t / f <= target)
+                           "cl_context, CPU time" % label}, t / f <= target)
 
     # Two threads, each on its own device, against one: aggregate pairs per
     # second of real time (what the target is about), and the same from CPU
@@ -181,13 +191,15 @@ def main():
         run_alloc(alloc, quick, rows, over)
         return report(rows, over)
 
-    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_")
+    reps = {}
+    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_", reps_out=reps)
 
     def ratio(name, floor, target, what):
         r = ns(med, name) / ns(med, floor)
         ok = r <= target
         rows.append({"benchmark": name, "floor": floor, "ns": round(ns(med, name), 2),
                      "floor_ns": round(ns(med, floor), 2), "ratio": round(r, 3),
+                     "spread": spread(reps, name), "floor_spread": spread(reps, floor),
                      "target": "<= %.2f" % target, "ok": ok, "what": what})
         if not ok:
             over.append(name)
@@ -206,13 +218,15 @@ def main():
     if os.environ.get("ACCEL_BENCH_OPENCL") == "1":
         ocl_env = dict(os.environ, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
                        POCL_DEVICES="pthread basic")
+        ocl_reps = {}
         ocl = run_dispatch(dispatch, quick, "opencl",
                            "BM_ocl_|BM_stream_query|BM_event_record|BM_event_query|"
-                           "BM_guard_switch|BM_floor_tls_guard", ocl_env)
+                           "BM_guard_switch|BM_floor_tls_guard", ocl_env, reps_out=ocl_reps)
         def ocl_ratio(name, floor, target, what):
             r = ns(ocl, name) / ns(ocl, floor)
             rows.append({"benchmark": "[opencl] " + name, "floor": floor, "ns": round(ns(ocl, name), 2),
                          "floor_ns": round(ns(ocl, floor), 2), "ratio": round(r, 3),
+                         "spread": spread(ocl_reps, name), "floor_spread": spread(ocl_reps, floor),
                          "target": "<= %.2f" % target, "ok": r <= target, "what": what})
             if r > target:
                 over.append("[opencl] " + name)
@@ -230,6 +244,8 @@ def main():
         rows.append({"benchmark": "[opencl] BM_ocl_peer_copy/real_time", "floor": "BM_ocl_direct_peer_copy/real_time",
                      "ns": round(ns(ocl, "BM_ocl_peer_copy/real_time"), 2),
                      "floor_ns": round(ns(ocl, "BM_ocl_direct_peer_copy/real_time"), 2), "ratio": round(r, 3),
+                     "spread": spread(ocl_reps, "BM_ocl_peer_copy/real_time"),
+                     "floor_spread": spread(ocl_reps, "BM_ocl_direct_peer_copy/real_time"),
                      "what": "4 MiB device 0 -> device 1: accel_memcpy_peer_async vs clEnqueueSVMMemcpy to host, then to the other device, by hand"})
 
     one = med["BM_get_set_device/real_time/threads:1"]["items_per_second"]
@@ -294,9 +310,9 @@ def cell(r, prefix=""):
     for unit in ("ns", "ms", "kB", "MiB"):
         if prefix + unit in r:
             text = "%s %s" % (r[prefix + unit], unit)
-            spread = r.get(prefix + "spread")
-            if spread:
-                text += " (%.1f-%.1f)" % spread
+            sp = r.get(prefix + "spread")
+            if sp:
+                text += " (%.1f-%.1f)" % tuple(sp)
             return text
     return ""
 

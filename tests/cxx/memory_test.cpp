@@ -458,7 +458,7 @@ TEST_CASE("memory::snapshot: segments / blocks / streams and the history",
 TEST_CASE("memory::snapshot: whole documents while another thread allocates",
           "[cxx][memory][snapshot]") {
   accel::set_device_index(0);
-  accel::memory::record_history(5000);  // the snapshot grows with every event until full
+  accel::memory::record_history(2000);  // the snapshot grows with every event until full
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
   std::thread churn([&] {
@@ -471,6 +471,10 @@ TEST_CASE("memory::snapshot: whole documents while another thread allocates",
           held.emplace_back(bytes, s);
           bytes = bytes % (3u << 20) + 7919;
         }
+        held.clear();
+        // Leaves the allocator's lock free now and then: a thread that
+        // retakes a mutex at once can starve the snapshots for seconds.
+        std::this_thread::sleep_for(100us);
       }
       s.synchronize();
     } catch (...) {
@@ -478,7 +482,7 @@ TEST_CASE("memory::snapshot: whole documents while another thread allocates",
     }
   });
   int parsed = 0;
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < 30; ++i) {
     const std::string text = accel::memory::snapshot(0);
     const json j = json::parse(text, nullptr, false);
     if (!j.is_discarded() && j.contains("segments")) ++parsed;
@@ -486,7 +490,7 @@ TEST_CASE("memory::snapshot: whole documents while another thread allocates",
   stop.store(true);
   churn.join();
   accel::memory::record_history(0);
-  CHECK(parsed == 50);
+  CHECK(parsed == 30);
   CHECK(failures.load() == 0);
 }
 

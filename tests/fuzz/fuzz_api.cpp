@@ -1723,8 +1723,10 @@ void op_history(Input& in) {
 
 void op_gate(Input& in) {
   accel_stream_t s = pick_stream(in);
-  const Stream* ms = s ? stream_by_handle(s) : nullptr;
-  if (s != nullptr && ms == nullptr) return;  // op_host_func covers dead streams
+  // Host functions take no NULL stream (op_host_func covers that and dead
+  // streams): NULL picks the current stream of the current device.
+  if (s == nullptr) s = stream_by_serial(M.cur_stream[static_cast<size_t>(M.cur_device)])->h;
+  if (stream_by_handle(s) == nullptr) return;
   if (g_gates_closed >= 4) return;
   uint64_t epoch = 0;
   {

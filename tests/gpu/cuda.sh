@@ -4,12 +4,17 @@
 # plugin's own tests (over the fake driver), the ABI 1.1 interop checks on
 # the real driver (tests/gpu/cuda_interop.c: driver work on an exported
 # CUstream between accel copies, a wrapped CUstream, pinned vs pageable H2D
-# bandwidth, attributes, a peer copy with two GPUs) and any benchmarks that
-# are built. Needs the NVIDIA driver and cuda.h only (no toolkit libraries,
-# no nvcc). Well under 10 minutes, no network. Usage, from anywhere:
+# bandwidth, attributes, a peer copy with two GPUs), the caching allocator
+# (tests/gpu/cuda_alloc.c: the cached accel_malloc + accel_free pair against
+# cuMemAlloc + cuMemFree and cuMemAllocAsync + cuMemFreeAsync called
+# directly, the allocator's statistics; again with
+# ACCEL_ALLOC_CONF=backend:native) and the benchmarks, where Google
+# Benchmark is installed. Needs the NVIDIA driver and cuda.h only (no
+# toolkit libraries, no nvcc). Well under 10 minutes, no network. Usage,
+# from anywhere:
 #
 #   tests/gpu/cuda.sh            # build into <repo>/build-gpu, then run
-#   BUILD_DIR=/tmp/b tests/gpu/cuda.sh
+#   BUILD_DIR=/tmp/b JOBS=1 tests/gpu/cuda.sh
 #
 # ACCEL_CUDA_DRIVER=/abs/libcuda.so.1 runs everything against that driver
 # instead of the system's (e.g. the fake one, to try this script without a GPU).
@@ -17,7 +22,7 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${BUILD_DIR:-$repo/build-gpu}
-jobs=$(nproc 2>/dev/null || echo 4)
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 step_timeout=${STEP_TIMEOUT:-300}
 
 say() { printf '\n=== %s\n' "$*"; }
@@ -85,6 +90,10 @@ interop="$build/cuda-interop"
 $cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_interop.c" \
   -o "$interop" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl -lpthread ||
   die "cannot build tests/gpu/cuda_interop.c"
+alloc="$build/cuda-alloc"
+$cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_alloc.c" \
+  -o "$alloc" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl ||
+  die "cannot build tests/gpu/cuda_alloc.c"
 echo "build: $(( $(date +%s) - start )) s"
 
 export ACCEL_PLUGIN_PATH="$build/backends/cuda"
@@ -111,11 +120,26 @@ run "accelctl selftest" "$accelctl" selftest --backend cuda
 run "conformance" "$conformance" --backend cuda --durations yes
 run "interop on the driver API (exported and wrapped CUstreams, pinned memory, attributes, peers)" \
   env ACCEL_BACKEND=cuda "$interop"
+run "allocator: cached pair vs cuMemAlloc/cuMemFree and cuMemAllocAsync/cuMemFreeAsync, statistics" \
+  env ACCEL_BACKEND=cuda "$alloc"
+run "allocator with ACCEL_ALLOC_CONF=backend:native" \
+  env ACCEL_BACKEND=cuda ACCEL_ALLOC_CONF=backend:native "$alloc"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
-for bench in "$build"/tests/bench/accel-bench*; do
-  [ -x "$bench" ] && [ -f "$bench" ] || continue
-  run "benchmark $(basename "$bench")" env ACCEL_BACKEND=cuda "$bench"
-done
+# Google Benchmark programs (built when libbenchmark-dev is installed).
+# bench-alloc: the allocator pair and two threads (the fragmentation trace
+# is run on sim by tests/bench/run.py; it needs 3 GiB of device memory).
+bench_dir="$build/tests/bench"
+if [ -x "$bench_dir/bench-dispatch" ]; then
+  run "benchmark bench-dispatch" env ACCEL_BACKEND=cuda "$bench_dir/bench-dispatch"
+fi
+if [ -x "$bench_dir/bench-alloc" ]; then
+  run "benchmark bench-alloc" env ACCEL_BACKEND=cuda "$bench_dir/bench-alloc" \
+    --benchmark_filter='BM_alloc_pair' --benchmark_repetitions=5 \
+    --benchmark_display_aggregates_only=true
+fi
+if [ ! -x "$bench_dir/bench-dispatch" ] && [ ! -x "$bench_dir/bench-alloc" ]; then
+  echo "(no benchmarks built: Google Benchmark, libbenchmark-dev, is not installed)"
+fi
 
 say "summary"
 if [ ${#failed[@]} -gt 0 ]; then

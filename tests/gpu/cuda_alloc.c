@@ -210,7 +210,8 @@ static void print_timing(const char* what, Timing t, const Timing* ref) {
     return;
   }
   printf("  %-44s %10.1f ns (%.1f-%.1f), %ld pairs", what, t.median, t.min, t.max, t.pairs);
-  if (ref != NULL && ref->ok && ref->median > 0) printf("; %.1fx the cached pair", t.median / ref->median);
+  if (ref != NULL && ref->ok && ref->median > 0)
+    printf("; %.1fx accel_malloc + accel_free", t.median / ref->median);
   printf("\n");
 }
 
@@ -290,8 +291,9 @@ int main(void) {
       ca = time_pairs(cu_async_pair, sh.handle, bytes);
       CU_OK(cu.cuStreamSynchronize((CUstream)sh.handle));
     }
-    print_timing(caching ? "accel_malloc + accel_free (cached)" : "accel_malloc + accel_free (native)",
-                 a, NULL);
+    print_timing(
+        caching ? "accel_malloc + accel_free (cached)" : "accel_malloc + accel_free (native)", a,
+        NULL);
     print_timing("accel_malloc_async + accel_free_async", as, &a);
     print_timing("cuMemAlloc + cuMemFree", c, &a);
     if (no_async == NULL)

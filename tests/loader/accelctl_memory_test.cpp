@@ -462,6 +462,15 @@ TEST_CASE("accelctl memory: backend / configuration / statistics per device",
   const json sp = parse_or_fail(split);
   CHECK(sp["devices"][0]["stats"]["max_split_size"] == 64 << 20);
 
+  // An invalid setting is reported and ignored as a whole: the defaults.
+  const RunResult bogus =
+      accelctl({"memory", "--json"}, {{"ACCEL_ALLOC_CONF", "backend:native,max_split_size_mb:3"}});
+  INFO("stderr:\n" << bogus.err);
+  const json b = parse_or_fail(bogus);
+  CHECK(b["allocator"] == "caching");
+  CHECK(b["config"].get<std::string>().find("max_split_size_mb:unlimited") != std::string::npos);
+  CHECK(bogus.err.find("ACCEL_ALLOC_CONF") != std::string::npos);
+
   // No accelerator is a normal state.
   const RunResult none = accelctl({"memory"}, {{"ACCEL_SIM_DEVICES", "0"}});
   CHECK(none.exit_code == 0);
