@@ -49,6 +49,7 @@
 
 #include <accel/accel.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -1160,16 +1161,19 @@ inline std::string snapshot(std::optional<int> device = {}) {
   std::size_t length = 0;
   accel_status_t st = accel_memory_snapshot(d, nullptr, 0, &length);
   if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    // Room for what was asked and some growth (another thread allocating),
-    // so that a busy allocator rarely needs a second round.
-    std::string text(length + 1 + length / 8 + 4096, '\0');
+  // Room for what was asked and some growth (another thread allocating),
+  // doubled on every round that was still too small: the snapshot is
+  // bounded (the history is a ring), so this ends while it grows.
+  std::size_t capacity = length + 1 + length / 8 + 4096;
+  for (int attempt = 0; attempt < 24; ++attempt) {
+    std::string text(capacity, '\0');
     st = accel_memory_snapshot(d, text.data(), text.size(), &length);
     if (st == ACCEL_SUCCESS) {
       text.resize(length);
       return text;
     }
     if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
+    capacity = std::max(capacity * 2, length + 1 + length / 8 + 4096);
   }
   throw Error(ACCEL_ERROR_OUT_OF_RANGE, "the snapshot kept growing faster than it was read",
               "accel_memory_snapshot");
