@@ -1346,18 +1346,24 @@ void op_event_device(Input& in) {
 // the rounded request). In between either answer is right.
 Allowed alloc_outcome(int32_t t, size_t bytes) {
   const size_t used = used_bytes(t);
+  if (!G.caching) {
+    return bytes > kSimMemory - used ? Allowed{ACCEL_ERROR_OUT_OF_MEMORY} : Allowed{ACCEL_SUCCESS};
+  }
+  const auto reserved = static_cast<size_t>(read_stats(t)["reserved_bytes.all.current"]);
+  // Unless a new segment fits beside everything reserved (or a cached block
+  // serves the request), the allocator's out-of-memory retry waits for
+  // pending frees and the device, also for a request that cannot succeed:
+  // no gate may block it.
+  if (bytes > kSimMemory || segment_for(round_block(bytes)) > kSimMemory - reserved)
+    release_gates();
   if (bytes > kSimMemory - used) return {ACCEL_ERROR_OUT_OF_MEMORY};
-  if (!G.caching) return {ACCEL_SUCCESS};
   size_t live_blocks = 0;
   for (auto& [b, a] : M.allocs)
     if (a.device == t) live_blocks += round_block(a.bytes);
   const size_t rounded = round_block(bytes);
   if (rounded > kSimMemory - live_blocks) return {ACCEL_ERROR_OUT_OF_MEMORY};
   const size_t segment = segment_for(rounded);
-  const auto reserved = static_cast<size_t>(read_stats(t)["reserved_bytes.all.current"]);
   if (segment <= kSimMemory - reserved) return {ACCEL_SUCCESS};
-  // The retry waits for pending frees and the device: no gate may block it.
-  release_gates();
   const size_t kept = check_snapshot(t, fetch_snapshot(t));
   if (rounded <= kSimMemory - kept) return {ACCEL_SUCCESS};
   return {ACCEL_SUCCESS, ACCEL_ERROR_OUT_OF_MEMORY};
@@ -2337,8 +2343,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < kMaxOps && in.n > 0; ++i) {
     const size_t at = size - in.n;  // where the opcode is, for editing an input by hand
     uint8_t code = in.u8();
-    g_op = std::string("op #") + std::to_string(i) + " " + kOpNames[code % OP_COUNT] +
-           " (byte " + std::to_string(at) + ")";
+    g_op = std::string("op #") + std::to_string(i) + " " + kOpNames[code % OP_COUNT] + " (byte " +
+           std::to_string(at) + ")";
     run_op(code, in);
     check_state();
   }
