@@ -15,6 +15,7 @@ struct GroupInfo {
   uint32_t cap;
   // Byte offsets of the group's members in accel_plugin_api_t.
   size_t first, last;
+  uint32_t since_minor = 1;  // the ABI minor that added the group
 };
 
 #define ACCEL_MEMBER_OFFSET(m) offsetof(accel_plugin_api_t, m)
@@ -27,6 +28,8 @@ constexpr GroupInfo kGroups[] = {
      ACCEL_MEMBER_OFFSET(device_can_access_peer), ACCEL_MEMBER_OFFSET(memcpy_peer_async)},
     {PluginGroup::device_attributes, "device attributes", ACCEL_PLUGIN_CAP_DEVICE_ATTRIBUTES,
      ACCEL_MEMBER_OFFSET(device_get_attribute), ACCEL_MEMBER_OFFSET(get_device_capability)},
+    {PluginGroup::modules, "modules and kernels", ACCEL_PLUGIN_CAP_MODULES,
+     ACCEL_MEMBER_OFFSET(module_formats), ACCEL_MEMBER_OFFSET(launch_kernel), 2},
 };
 #undef ACCEL_MEMBER_OFFSET
 
@@ -82,11 +85,11 @@ uint32_t with_group_bits(const accel_plugin_api_t& api, uint32_t capabilities) {
 accel_status_t require_group(const char* fn, const Backend& b, PluginGroup group) {
   const GroupInfo& g = info(group);
   if ((b.capabilities & g.cap) != 0) return ACCEL_SUCCESS;
-  if (b.abi_minor < 1) {
+  if (b.abi_minor < g.since_minor) {
     return failf(ACCEL_ERROR_NOT_SUPPORTED,
                  "{}: backend '{}' has no {}: its plugin was built for ABI {}.{}, before they "
-                 "existed (ABI 1.1)",
-                 fn, b.name, g.what, b.abi_major, b.abi_minor);
+                 "existed (ABI 1.{})",
+                 fn, b.name, g.what, b.abi_major, b.abi_minor, g.since_minor);
   }
   return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support {}", fn, b.name,
                g.what);

@@ -83,6 +83,7 @@ struct ThreadState {
   std::vector<CurrentStream> streams;
   std::string last_error;
   PluginError plugin_error;
+  std::string build_log;  // of the thread's last accel_module_load
 };
 
 // The calling thread's ThreadState, created on first use. Not a C++

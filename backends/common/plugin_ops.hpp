@@ -78,6 +78,20 @@
   ACCEL_BACKEND_PEER_OPS(X)          \
   ACCEL_BACKEND_ATTRIBUTE_OPS(X)
 
+// The ABI 1.2 modules group: all of it or none of it.
+#define ACCEL_BACKEND_MODULE_OPS(X) \
+  X(module_formats)                 \
+  X(module_load)                    \
+  X(module_unload)                  \
+  X(kernel_create)                  \
+  X(kernel_destroy)                 \
+  X(kernel_get_attributes)          \
+  X(kernel_get_params)              \
+  X(launch_kernel)
+
+// For a backend without modules (yet): every member NULL.
+#define ACCEL_BACKEND_NO_MODULE_OPS ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_NO_OP)
+
 // For a backend without the ABI 1.1 groups (yet): every member NULL.
 #define ACCEL_BACKEND_NO_INTEROP_OPS ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_NO_OP)
 
@@ -100,4 +114,5 @@
     ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_VTABLE_OP)                                         \
         ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)                                        \
             ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_VTABLE_OP)                                   \
+                ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_VTABLE_OP)                                \
   }

@@ -232,5 +232,6 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes):
 // all four, in full.
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
+ACCEL_BACKEND_NO_MODULE_OPS
 
 }  // namespace accel::cuda

@@ -196,5 +196,6 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // host memory and peer copies (memory.cpp, devices.cpp), device attributes
 // (devices.cpp).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
+ACCEL_BACKEND_NO_MODULE_OPS
 
 }  // namespace accel::hip

@@ -315,5 +315,6 @@ ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
+ACCEL_BACKEND_NO_MODULE_OPS
 
 }  // namespace accel::level_zero

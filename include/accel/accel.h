@@ -105,7 +105,8 @@ extern "C" {
   XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")              \
   XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                   \
   XX(ERROR_INTERNAL, 14, "internal error")                                           \
-  XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock")
+  XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock")     \
+  XX(ERROR_BUILD_FAILED, 16, "the kernel image failed to build or load on the device")
 
 #define ACCEL_STATUS_ENUMERATOR_(name, value, message) ACCEL_##name = value,
 typedef enum accel_status {
@@ -118,7 +119,7 @@ typedef enum accel_status {
 /* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid.
  * A macro for #if; the library checks at build time that it counts
  * ACCEL_STATUS_MAP and that the values run 0, 1, ... in order. */
-#define ACCEL_STATUS_COUNT 16
+#define ACCEL_STATUS_COUNT 17
 
 /* Symbolic name of a status ("ACCEL_ERROR_INVALID_DEVICE"); for an unknown
  * value returns "ACCEL_STATUS_UNKNOWN". Never NULL, static storage,
@@ -983,6 +984,203 @@ ACCEL_API accel_status_t accel_host_memory_stats_list(accel_memory_stat_t* stats
                                                       size_t* count);
 
 /* ------------------------------------------------------------------------ */
+/* Modules and kernels: the program's own kernels, in the formats it has     */
+/* ------------------------------------------------------------------------ */
+
+/* The kind of bytes in a kernel image. Append-only. Which backend loads
+ * which (docs/modules.md has the whole table):
+ *   PTX, CUBIN, FATBIN     cuda        cuModuleLoadDataEx
+ *   AMD_CODE_OBJECT        hip         hipModuleLoadData
+ *   SPIRV                  level_zero  zeModuleCreate (ZE_MODULE_FORMAT_IL_SPIRV)
+ *                          opencl      clCreateProgramWithIL (devices with IL support)
+ *   OPENCL_C               opencl      clCreateProgramWithSource + clBuildProgram
+ *   NATIVE_BINARY          level_zero  zeModuleCreate (ZE_MODULE_FORMAT_NATIVE)
+ *                          opencl      clCreateProgramWithBinary
+ *   SIM_HOST               sim         a shared object following accel_sim_kernel.h */
+typedef enum accel_module_format {
+  ACCEL_MODULE_FORMAT_PTX = 0,             /* NVIDIA PTX assembly (text) */
+  ACCEL_MODULE_FORMAT_CUBIN = 1,           /* NVIDIA ELF for one architecture */
+  ACCEL_MODULE_FORMAT_FATBIN = 2,          /* NVIDIA fat binary (cubins and/or PTX) */
+  ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT = 3, /* AMDGPU ELF code object (hipcc --genco) */
+  ACCEL_MODULE_FORMAT_SPIRV = 4,           /* SPIR-V binary module (OpenCL kernels) */
+  ACCEL_MODULE_FORMAT_OPENCL_C = 5,        /* OpenCL C source (text) */
+  ACCEL_MODULE_FORMAT_NATIVE_BINARY = 6,   /* the device's own binary (clGetProgramInfo) */
+  ACCEL_MODULE_FORMAT_SIM_HOST = 7,        /* sim: host shared object, accel_sim_kernel.h */
+  ACCEL_MODULE_FORMAT_FORCE_INT32 = 0x7fffffff /* fixes the size; not a format */
+} accel_module_format_t;
+
+/* Number of formats; every value in [0, ACCEL_MODULE_FORMAT_COUNT) is one. */
+#define ACCEL_MODULE_FORMAT_COUNT 8
+/* The bit of `format` in an accel_device_module_formats mask. */
+#define ACCEL_MODULE_FORMAT_BIT(format) (UINT64_C(1) << (unsigned)(format))
+
+/* The format's short name ("ptx", "cubin", "fatbin", "amd_code_object",
+ * "spirv", "opencl_c", "native_binary", "sim_host"); NULL for a value out of
+ * range. Static storage, thread-safe. */
+ACCEL_API const char* accel_module_format_name(accel_module_format_t format);
+
+/* One image of a module: `size` bytes of `format` at `data`. Text formats
+ * (PTX, OpenCL C) need no terminating NUL: `size` counts the text. The
+ * layout is frozen (it is passed in arrays). */
+typedef struct accel_module_image_s {
+  accel_module_format_t format;
+  const void* data;
+  size_t size;
+} accel_module_image_t;
+
+/* A loaded module (a program: the kernels of one image on one device) and
+ * one kernel of it. Handles are checked like streams: a destroyed one is
+ * ACCEL_ERROR_INVALID_ARGUMENT until its slot is reused. */
+typedef struct accel_module_s* accel_module_t;
+typedef struct accel_kernel_s* accel_kernel_t;
+
+/* Sets *formats to the ACCEL_MODULE_FORMAT_BIT mask of the formats
+ * accel_module_load can load on `device` (-1: the current device); 0 when
+ * the backend has no modules. Never initialises the vendor runtime's
+ * compiler; it may initialise the backend (as accel_get_device_properties).
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (formats NULL),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. (IREE's executable format query,
+ * Level Zero's zeDeviceGetModuleProperties, CL_DEVICE_IL_VERSION.) */
+ACCEL_API accel_status_t accel_device_module_formats(int32_t device, uint64_t* formats);
+
+/* Loads a module on `device` (-1: the current device) from the first of
+ * `count` images (in the caller's order) that the device accepts and that
+ * builds: an image the device accepts but that fails to build is skipped
+ * for the next one, and the failure is kept for the error. `options` (may
+ * be NULL) go to the vendor compiler as they are: clBuildProgram's options,
+ * zeModuleCreate's pBuildFlags; cuda, hip and sim refuse non-empty options
+ * (their loaders take none). Blocks while the vendor compiles; queues
+ * nothing on any stream.
+ *
+ * The calling thread's build log (accel_module_build_log) is replaced by
+ * this call's: the vendor's log of every image tried, each headed by its
+ * format, also when the load succeeded with warnings.
+ *
+ * Statuses: ACCEL_SUCCESS (*module set); ACCEL_ERROR_INVALID_ARGUMENT
+ * (module NULL, images NULL with count > 0, count 0, an image with a format
+ * out of range, data NULL or size 0, or an image of a format the device
+ * accepts that is malformed: wrong magic, truncated); ACCEL_ERROR_NOT_SUPPORTED
+ * (no image of a format the device accepts: the detail lists the formats
+ * given and those the device accepts; or the backend has no modules: an ABI
+ * 1.0/1.1 plugin); ACCEL_ERROR_BUILD_FAILED (every image the device accepts
+ * failed to build: the detail has the start of the vendor's build log);
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_BACKEND_FAILURE. Nothing is loaded
+ * on failure. Thread-safe. (urProgramCreateWithIL/WithBinary + urProgramBuild,
+ * cuModuleLoadDataEx, hipModuleLoadData, zeModuleCreate.) */
+ACCEL_API accel_status_t accel_module_load(int32_t device, const accel_module_image_t* images,
+                                           size_t count, const char* options,
+                                           accel_module_t* module);
+
+/* Copies the calling thread's last accel_module_load build log into
+ * `buffer` (NUL-terminated, cut at capacity - 1 bytes) and sets *length to
+ * the whole log's length in bytes without the NUL; "" when the last load
+ * had no log or there was none. buffer may be NULL with capacity 0 to ask
+ * the length. Statuses: ACCEL_SUCCESS (also when cut: compare *length),
+ * ACCEL_ERROR_INVALID_ARGUMENT (length NULL, or buffer NULL with
+ * capacity > 0). Thread-safe (each thread has its own log). */
+ACCEL_API accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* length);
+
+/* Unloads a module and destroys its kernels. Waits for the module's device
+ * first (cuModuleUnload requires that no launch of it still runs), so
+ * calling it from a host function running on that device fails with
+ * ACCEL_ERROR_INVALID_ARGUMENT. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
+ * (NULL, not live, or the host-function case), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe, but using the module or its
+ * kernels from another thread during the call is the caller's race. */
+ACCEL_API accel_status_t accel_module_unload(accel_module_t module);
+
+/* Sets *kernel to the kernel named `name` (the source's function name; for
+ * PTX/CUDA C++ the mangled name unless declared extern "C"). The same
+ * handle for the same name; valid until the module is unloaded. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (module not live, name NULL or empty, kernel
+ * NULL, no kernel of that name in the module), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. (cuModuleGetFunction,
+ * urKernelCreate.) */
+ACCEL_API accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
+                                                 accel_kernel_t* kernel);
+
+/* What a kernel needs on its device. -1 in a member: the backend cannot
+ * tell. */
+typedef struct accel_kernel_attributes_s {
+  size_t struct_size;               /* set by the caller: sizeof(accel_kernel_attributes_t) */
+  int64_t max_threads_per_block;    /* most threads one block of this kernel may have */
+  int64_t static_shared_bytes;      /* shared/local memory the kernel declares, bytes */
+  int64_t private_bytes;            /* private (local) memory per thread, bytes */
+  int64_t num_registers;            /* registers per thread */
+  int64_t preferred_block_multiple; /* warp/wavefront size, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+  int32_t num_args;                 /* the kernel's parameters (see accel_kernel_arg_t) */
+} accel_kernel_attributes_t;
+
+/* Fills *attributes. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (kernel not
+ * live, attributes NULL or struct_size too small), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. (cuFuncGetAttribute,
+ * hipFuncGetAttributes, zeKernelGetProperties, clGetKernelWorkGroupInfo.) */
+ACCEL_API accel_status_t accel_kernel_get_attributes(accel_kernel_t kernel,
+                                                     accel_kernel_attributes_t* attributes);
+
+/* Three extents: x fastest, unused ones 1. */
+typedef struct accel_dim3_s {
+  uint32_t x, y, z;
+} accel_dim3_t;
+
+/* Where and how wide a launch is, in CUDA's terms: `grid` blocks of
+ * `block` threads (OpenCL: global size = grid * block, local size = block;
+ * Level Zero: group count = grid, group size = block). */
+typedef struct accel_launch_config_s {
+  size_t struct_size;    /* set by the caller: sizeof(accel_launch_config_t) */
+  accel_dim3_t grid;     /* blocks per dimension; a 0 anywhere: nothing to run */
+  accel_dim3_t block;    /* threads per block, each >= 1, product <= max_threads_per_block */
+  size_t shared_bytes;   /* dynamic shared (local) memory per block, bytes */
+  accel_stream_t stream; /* NULL: the calling thread's current stream of the kernel's device */
+} accel_launch_config_t;
+
+/* The kinds of kernel arguments. */
+typedef enum accel_kernel_arg_kind {
+  ACCEL_KERNEL_ARG_VALUE = 0,          /* `size` bytes copied from `value` (scalars, structs) */
+  ACCEL_KERNEL_ARG_DEVICE_POINTER = 1, /* `value` is the device pointer itself */
+  ACCEL_KERNEL_ARG_LOCAL_MEMORY = 2,   /* `size` bytes of local/shared memory per block */
+  ACCEL_KERNEL_ARG_FORCE_INT32 = 0x7fffffff /* fixes the size; not a kind */
+} accel_kernel_arg_kind_t;
+
+/* One argument of a launch, in the kernel's parameter order. On cuda and
+ * hip a LOCAL_MEMORY argument takes no parameter (CUDA has none): its bytes
+ * are added to the block's dynamic shared memory, in argument order, each
+ * at a 16-byte aligned offset, before config->shared_bytes; a kernel with
+ * one such argument finds it at the start of its extern __shared__ array.
+ * The layout is frozen (it is passed in arrays). */
+typedef struct accel_kernel_arg_s {
+  accel_kernel_arg_kind_t kind;
+  size_t size;       /* VALUE: bytes at value; DEVICE_POINTER: sizeof(void*); LOCAL: bytes > 0 */
+  const void* value; /* VALUE: the bytes; DEVICE_POINTER: the pointer; LOCAL_MEMORY: NULL */
+} accel_kernel_arg_t;
+
+/* Queues `kernel` on config->stream with the arguments `args[0..num_args)`,
+ * passed by value at launch (nothing is kept between launches: two threads
+ * may launch the same kernel at once). The arguments are checked against
+ * the kernel's parameters where the backend knows them (count, kind, value
+ * size) and device pointers against accel's allocations (one of another
+ * device, without peer access, is refused; a pointer accel does not know,
+ * such as one from the vendor API, is passed as it is). Ordered with the
+ * stream's copies, host functions and events like any stream operation.
+ *
+ * Statuses: ACCEL_SUCCESS (queued; a grid with a 0 extent queues nothing);
+ * ACCEL_ERROR_INVALID_ARGUMENT (kernel not live, config NULL or struct_size
+ * too small, a block extent 0, block product over max_threads_per_block,
+ * grid or block over the device's limits, args NULL with num_args > 0,
+ * wrong argument count, kind or size, a LOCAL_MEMORY size 0);
+ * ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or backend, device
+ * pointer of another device); ACCEL_ERROR_OUT_OF_MEMORY (shared/local memory
+ * over the device's limit); ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * Nothing is queued on failure. Thread-safe. (cuLaunchKernel,
+ * hipModuleLaunchKernel, zeCommandListAppendLaunchKernel,
+ * clEnqueueNDRangeKernel, urEnqueueKernelLaunch with launch arguments.) */
+ACCEL_API accel_status_t accel_launch_kernel(accel_kernel_t kernel,
+                                             const accel_launch_config_t* config,
+                                             const accel_kernel_arg_t* args, size_t num_args);
+
+/* ------------------------------------------------------------------------ */
 /* Backend introspection (diagnostics: what accelctl shows)                   */
 /* ------------------------------------------------------------------------ */
 
@@ -1025,6 +1223,8 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 #define ACCEL_CAP_PEER_COPY (1u << 9)
 /* The backend answers accel_device_get_attribute. */
 #define ACCEL_CAP_DEVICE_ATTRIBUTES (1u << 10)
+/* accel_module_load and kernels (ABI 1.2). */
+#define ACCEL_CAP_MODULES (1u << 11)
 
 typedef struct accel_backend_info_s {
   size_t struct_size; /* set by the caller: sizeof(accel_backend_info_t) */

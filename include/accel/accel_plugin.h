@@ -48,6 +48,8 @@
  *  1.0: everything up to mem_get_info.
  *  1.1: runtime_version; capability bits DISCOVERY_FORK_SAFE and
  *       CROSS_DEVICE_WAIT.
+ *  1.2: the modules group (module_formats .. launch_kernel, capability bit
+ *       MODULES); status ACCEL_ERROR_BUILD_FAILED.
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
@@ -62,7 +64,7 @@ extern "C" {
 #endif
 
 #define ACCEL_PLUGIN_ABI_MAJOR 1u
-#define ACCEL_PLUGIN_ABI_MINOR 1u
+#define ACCEL_PLUGIN_ABI_MINOR 2u
 
 /* The entry symbol's name, as an identifier and as a string for dlsym. */
 #define ACCEL_PLUGIN_ENTRY accel_plugin_get_api
@@ -132,10 +134,36 @@ struct accel_host_services {
 #define ACCEL_PLUGIN_CAP_HOST_MEMORY ACCEL_CAP_HOST_MEMORY
 #define ACCEL_PLUGIN_CAP_PEER_COPY ACCEL_CAP_PEER_COPY
 #define ACCEL_PLUGIN_CAP_DEVICE_ATTRIBUTES ACCEL_CAP_DEVICE_ATTRIBUTES
+/* ABI 1.2 group: module_formats .. launch_kernel. */
+#define ACCEL_PLUGIN_CAP_MODULES ACCEL_CAP_MODULES
 
 /* Opaque plugin-owned objects. */
 typedef void* accel_plugin_stream_t;
 typedef void* accel_plugin_event_t;
+typedef void* accel_plugin_module_t;
+typedef void* accel_plugin_kernel_t;
+
+/* module_load hands the vendor's build log to the core through this (any
+ * number of calls, appended in order; text need not be NUL-terminated). */
+typedef void (*accel_plugin_build_log_fn)(void* log_context, const char* text, size_t length);
+
+/* One parameter of a kernel as kernel_get_params describes it. */
+typedef struct accel_plugin_kernel_param {
+  /* Which argument kinds the parameter takes: the OR of
+   * ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_*); several bits where the
+   * vendor cannot tell them apart (a CUDA pointer and an 8-byte value). */
+  uint32_t kinds;
+  uint32_t reserved; /* 0 */
+  /* Bytes a VALUE argument must have; 0: unknown (any size accepted). */
+  size_t size;
+} accel_plugin_kernel_param_t;
+
+#define ACCEL_PLUGIN_ARG_KIND_BIT(kind) (1u << (unsigned)(kind))
+
+/* kernel_get_params' flags. */
+/* LOCAL_MEMORY arguments take no parameter: the plugin turns them into
+ * dynamic shared memory (cuda, hip; accel.h's accel_kernel_arg_t). */
+#define ACCEL_PLUGIN_KERNEL_LOCAL_ARGS_IN_SHARED 1u
 
 /* Flags of set_device. */
 #define ACCEL_PLUGIN_SET_DEVICE_MAYBE 1u /* don't create a context that doesn't exist */
@@ -360,6 +388,72 @@ typedef struct accel_plugin_api {
   /* Clear, in capability->supported_dtypes (which the core sets to every
    * dtype of accel.h first), the dtypes the device cannot hold. */
   accel_status_t (*get_device_capability)(int32_t device, accel_device_capability_t* capability);
+
+  /* --- ABI 1.2: modules and kernels (optional as a group, with
+   *     ACCEL_PLUGIN_CAP_MODULES; docs/modules.md) -------------------------- */
+
+  /* Set *formats to the ACCEL_MODULE_FORMAT_BIT mask of the formats
+   * module_load takes on `device` (resolved by the core). Must be cheap and
+   * must not start a compiler: the core asks on every accel_module_load. */
+  accel_status_t (*module_formats)(int32_t device, uint64_t* formats);
+  /* Load `image` (its format one module_formats listed, data and size
+   * non-NULL/non-zero: core-checked) on `device` with the vendor compiler
+   * `options` (never NULL; "" for none: refuse anything else with
+   * ACCEL_ERROR_INVALID_ARGUMENT where the vendor takes no options). Pass
+   * the vendor's build log, if any, to log(log_context, ...) before
+   * returning, on success too. Statuses: ACCEL_ERROR_INVALID_ARGUMENT for a
+   * malformed image (the detail says what: magic, truncation);
+   * ACCEL_ERROR_BUILD_FAILED when the vendor refused to build or load it
+   * (compile error, no code for this device: CUDA_ERROR_NO_BINARY_FOR_GPU,
+   * CUDA_ERROR_INVALID_PTX, CL_BUILD_PROGRAM_FAILURE,
+   * ZE_RESULT_ERROR_MODULE_BUILD_FAILURE) -- the core then tries the
+   * caller's next image; ACCEL_ERROR_OUT_OF_MEMORY; BACKEND_FAILURE. Called
+   * from any thread, without a core lock held. */
+  accel_status_t (*module_load)(int32_t device, const accel_module_image_t* image,
+                                const char* options, accel_plugin_build_log_fn log,
+                                void* log_context, accel_plugin_module_t* module);
+  /* Free the module. The core has destroyed its kernels and waited for the
+   * device (device_synchronize) first. */
+  accel_status_t (*module_unload)(accel_plugin_module_t module);
+  /* The kernel `name` of `module` (name non-empty: core-checked; the core
+   * asks once per name and keeps the answer). ACCEL_ERROR_INVALID_ARGUMENT
+   * when the module has none of that name (CUDA_ERROR_NOT_FOUND,
+   * CL_INVALID_KERNEL_NAME, ZE_RESULT_ERROR_INVALID_KERNEL_NAME). */
+  accel_status_t (*kernel_create)(accel_plugin_module_t module, const char* name,
+                                  accel_plugin_kernel_t* kernel);
+  /* Free a kernel_create kernel (the core calls it only from module unload). */
+  accel_status_t (*kernel_destroy)(accel_plugin_kernel_t kernel);
+  /* Fill *attributes (struct_size set by the core to the full struct,
+   * members pre-set to -1 for "unknown"): what accel.h's
+   * accel_kernel_attributes_t says, max_threads_per_block at least (the
+   * core refuses larger blocks with it, so it must never be too small). */
+  accel_status_t (*kernel_get_attributes)(accel_plugin_kernel_t kernel,
+                                          accel_kernel_attributes_t* attributes);
+  /* The kernel's parameters, in order, so the core can check a launch's
+   * arguments before any is passed: set *count; fill params[0 ..
+   * min(count, capacity)) (params may be NULL with capacity 0); set *flags
+   * (ACCEL_PLUGIN_KERNEL_*). ACCEL_ERROR_NOT_SUPPORTED when the vendor
+   * cannot tell (the core then checks nothing and the vendor must refuse a
+   * bad launch itself). Asked once per kernel. */
+  accel_status_t (*kernel_get_params)(accel_plugin_kernel_t kernel,
+                                      accel_plugin_kernel_param_t* params, size_t capacity,
+                                      size_t* count, uint32_t* flags);
+  /* Queue the kernel on `stream` over `grid` blocks of `block` threads
+   * with `shared_bytes` of dynamic shared memory. The core checked: grid
+   * extents all >= 1, block extents >= 1 with their product <=
+   * max_threads_per_block, the stream is of the kernel's device, and the
+   * arguments against kernel_get_params (when it answered). The plugin
+   * checks the device's grid and block limits (ACCEL_ERROR_INVALID_ARGUMENT,
+   * the detail naming the limit) and local memory (OUT_OF_MEMORY) before
+   * queueing anything, and copies what it needs of `args`: the caller's
+   * array is gone when launch_kernel returns. Thread-safe on one kernel:
+   * two threads may launch it at once (the OpenCL model of setting
+   * arguments on a shared kernel object is the plugin's to serialise).
+   * Ordered with the stream's other work. */
+  accel_status_t (*launch_kernel)(accel_plugin_kernel_t kernel, accel_dim3_t grid,
+                                  accel_dim3_t block, size_t shared_bytes,
+                                  const accel_kernel_arg_t* args, size_t num_args,
+                                  accel_plugin_stream_t stream);
 } accel_plugin_api_t;
 
 /* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):

@@ -198,5 +198,6 @@ ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // ABI 1.1 groups: streams.cpp, events.cpp, devices.cpp, memory.cpp.
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
+ACCEL_BACKEND_NO_MODULE_OPS
 
 }  // namespace accel::sim

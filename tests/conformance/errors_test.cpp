@@ -31,6 +31,7 @@ TEST_CASE("every status has a distinct name and message", "[errors]") {
       ACCEL_NAMED(ACCEL_ERROR_OUT_OF_RANGE),
       ACCEL_NAMED(ACCEL_ERROR_INTERNAL),
       ACCEL_NAMED(ACCEL_ERROR_REENTRANT),
+      ACCEL_NAMED(ACCEL_ERROR_BUILD_FAILED),
   };
 #undef ACCEL_NAMED
   STATIC_REQUIRE(sizeof all / sizeof all[0] == ACCEL_STATUS_COUNT);

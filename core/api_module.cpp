@@ -1,0 +1,419 @@
+// Modules and kernels (ABI 1.2): load the first image the device takes,
+// look kernels up by name, launch them with arguments passed at launch.
+#include <algorithm>
+#include <string>
+
+#include "checks.hpp"
+#include "guard.hpp"
+#include "host_services.hpp"
+#include "kernel_args.hpp"
+#include "module.hpp"
+#include "plugin_groups.hpp"
+
+using namespace accel::core;
+
+namespace {
+
+HandlePool<accel_module_s>& module_pool() {
+  static auto* pool = new HandlePool<accel_module_s>();  // never destroyed: handles outlive exit
+  return *pool;
+}
+HandlePool<accel_kernel_s>& kernel_pool() {
+  static auto* pool = new HandlePool<accel_kernel_s>();
+  return *pool;
+}
+
+constexpr const char* kFormatNames[] = {"ptx",      "cubin",         "fatbin",
+                                        "amd_code_object", "spirv", "opencl_c",
+                                        "native_binary",   "sim_host"};
+static_assert(std::size(kFormatNames) == ACCEL_MODULE_FORMAT_COUNT,
+              "ACCEL_MODULE_FORMAT_COUNT must count the format names");
+
+std::string format_list(uint64_t mask) {
+  std::string out;
+  for (unsigned f = 0; f < ACCEL_MODULE_FORMAT_COUNT; ++f) {
+    if ((mask & ACCEL_MODULE_FORMAT_BIT(f)) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += kFormatNames[f];
+  }
+  return out.empty() ? "none" : out;
+}
+
+// The current accelerator, ready, with the modules group and `device` resolved.
+accel_status_t module_device(const char* fn, int32_t device, Backend*& b, int32_t& target) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+  if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+  return require_group(fn, *b, PluginGroup::modules);
+}
+
+accel_status_t check_module(const char* fn, accel_module_t m) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
+    return st;
+  if (!live(m)) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module is {}", fn,
+                 m == nullptr ? "NULL" : "not a live module (unloaded?)");
+  }
+  return ensure_ready(*m->backend);
+}
+
+accel_status_t check_kernel(const char* fn, accel_kernel_t k) {
+  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
+    return st;
+  if (!live(k)) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is {}", fn,
+                 k == nullptr ? "NULL" : "not a live kernel (its module unloaded?)");
+  }
+  return ensure_ready(*k->backend);
+}
+
+// Collects a plugin's build log for one image into the thread's log.
+struct LogSink {
+  std::string text;
+  static void append(void* context, const char* data, size_t length) {
+    if (context == nullptr || data == nullptr) return;
+    static_cast<LogSink*>(context)->text.append(data, length);
+  }
+};
+
+// The first `limit` bytes of `log`, for an error detail.
+std::string log_head(const std::string& log, size_t limit = 2000) {
+  if (log.size() <= limit) return log;
+  return log.substr(0, limit) + "... (accel_module_build_log has the whole log)";
+}
+
+// Asks the plugin for the kernel's limits and parameters, once.
+accel_status_t describe_kernel(Backend& b, accel_kernel_s& k) {
+  accel_kernel_attributes_t attrs{};
+  attrs.struct_size = sizeof attrs;
+  attrs.max_threads_per_block = attrs.static_shared_bytes = attrs.private_bytes = -1;
+  attrs.num_registers = attrs.preferred_block_multiple = -1;
+  attrs.num_args = -1;
+  if (auto st = call_plugin(b, "kernel_get_attributes",
+                            [&] { return b.api.kernel_get_attributes(k.native, &attrs); });
+      st != ACCEL_SUCCESS)
+    return st;
+  k.max_threads_per_block = attrs.max_threads_per_block;
+  size_t count = 0;
+  uint32_t flags = 0;
+  begin_plugin_call();
+  accel_status_t st = b.api.kernel_get_params(k.native, nullptr, 0, &count, &flags);
+  if (st == ACCEL_ERROR_NOT_SUPPORTED) return ACCEL_SUCCESS;  // the vendor checks launches
+  if (st != ACCEL_SUCCESS) return finish_plugin_call(b, "kernel_get_params", st);
+  k.params.assign(count, accel_plugin_kernel_param_t{});
+  size_t again = 0;
+  st = call_plugin(b, "kernel_get_params", [&] {
+    return b.api.kernel_get_params(k.native, k.params.data(), k.params.size(), &again, &flags);
+  });
+  if (st != ACCEL_SUCCESS) return st;
+  if (again != count) {
+    return failf(ACCEL_ERROR_BACKEND_FAILURE,
+                 "{}: kernel_get_params said {} parameters, then {}, for kernel '{}'", b.name,
+                 count, again, k.name);
+  }
+  k.param_flags = flags;
+  k.params_known = true;
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* accel_module_format_name(accel_module_format_t format) {
+  auto i = static_cast<unsigned>(format);
+  return i < ACCEL_MODULE_FORMAT_COUNT ? kFormatNames[i] : nullptr;
+}
+
+accel_status_t accel_device_module_formats(int32_t device, uint64_t* formats) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (formats == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: formats is NULL", fn);
+    Backend* b = nullptr;
+    int32_t target = 0;
+    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
+    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if ((b->capabilities & ACCEL_PLUGIN_CAP_MODULES) == 0) {
+      *formats = 0;  // documented: no modules, no formats
+      return ACCEL_SUCCESS;
+    }
+    uint64_t mask = 0;
+    auto st = call_plugin(*b, "module_formats", [&] { return b->api.module_formats(target, &mask); });
+    if (st != ACCEL_SUCCESS) return st;
+    *formats = mask & (ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_COUNT) - 1);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_module_load(int32_t device, const accel_module_image_t* images, size_t count,
+                                 const char* options, accel_module_t* module) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    thread_state().build_log.clear();
+    if (module == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module is NULL", fn);
+    if (count == 0 || images == nullptr) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: no images (images {}, count {})", fn,
+                   static_cast<const void*>(images), count);
+    }
+    uint64_t given = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const auto& im = images[i];
+      if (static_cast<unsigned>(im.format) >= ACCEL_MODULE_FORMAT_COUNT) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: image {} has format {}, not an accel_module_format_t", fn, i,
+                     static_cast<int>(im.format));
+      }
+      if (im.data == nullptr || im.size == 0) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: image {} ({}) is empty (data {}, size {})",
+                     fn, i, kFormatNames[im.format], im.data, im.size);
+      }
+      given |= ACCEL_MODULE_FORMAT_BIT(im.format);
+    }
+    Backend* b = nullptr;
+    int32_t target = 0;
+    if (auto st = module_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
+    uint64_t accepted = 0;
+    if (auto st = call_plugin(*b, "module_formats",
+                              [&] { return b->api.module_formats(target, &accepted); });
+        st != ACCEL_SUCCESS)
+      return st;
+    if ((given & accepted) == 0) {
+      return failf(ACCEL_ERROR_NOT_SUPPORTED,
+                   "{}: {} device {} takes none of the images given: given {}; the device takes {}",
+                   fn, b->name, target, format_list(given), format_list(accepted));
+    }
+    std::string log;
+    std::string first_error;
+    accel_status_t first_status = ACCEL_SUCCESS;
+    const std::string opts = options == nullptr ? "" : options;
+    for (size_t i = 0; i < count; ++i) {
+      const auto& im = images[i];
+      if ((accepted & ACCEL_MODULE_FORMAT_BIT(im.format)) == 0) continue;
+      LogSink sink;
+      accel_plugin_module_t native = nullptr;
+      auto st = call_plugin(*b, "module_load", [&] {
+        return b->api.module_load(target, &im, opts.c_str(), &LogSink::append, &sink, &native);
+      });
+      if (!sink.text.empty()) {
+        log += "== image " + std::to_string(i) + " (" + kFormatNames[im.format] + ") ==\n";
+        log += sink.text;
+        if (log.back() != '\n') log += '\n';
+      }
+      if (st == ACCEL_SUCCESS) {
+        accel_module_s* m = module_pool().acquire();
+        m->backend = b;
+        m->device = target;
+        m->format = im.format;
+        m->native = native;
+        m->kernels.clear();
+        m->magic.store(kModuleMagic, std::memory_order_release);
+        thread_state().build_log = std::move(log);
+        *module = m;
+        return ACCEL_SUCCESS;
+      }
+      // A malformed image or a failed build: the next image may do.
+      if (st != ACCEL_ERROR_BUILD_FAILED && st != ACCEL_ERROR_INVALID_ARGUMENT) {
+        thread_state().build_log = std::move(log);
+        return st;
+      }
+      if (first_status == ACCEL_SUCCESS) {
+        first_status = st;
+        first_error = fmt::format("image {} ({}): {}", i, kFormatNames[im.format],
+                                  thread_state().last_error);
+      }
+    }
+    thread_state().build_log = log;
+    if (log.empty()) return failf(first_status, "{}: {}", fn, first_error);
+    return failf(first_status, "{}: {}; build log:\n{}", fn, first_error, log_head(log));
+  });
+}
+
+accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* length) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (length == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: length is NULL", fn);
+    if (buffer == nullptr && capacity > 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: buffer is NULL with capacity {}", fn,
+                   capacity);
+    }
+    const std::string& log = thread_state().build_log;
+    *length = log.size();
+    if (capacity > 0) {
+      size_t n = std::min(capacity - 1, log.size());
+      log.copy(buffer, n);
+      buffer[n] = '\0';
+    }
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_module_unload(accel_module_t module) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_module(fn, module); st != ACCEL_SUCCESS) return st;
+    Backend& b = *module->backend;
+    if (const HostCall* call = running_host_call();
+        call != nullptr && call->backend == &b && call->device == module->device) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: called from a host function running on a stream of {} device {}; "
+                   "unloading waits for the device, so it would wait for the host function "
+                   "itself",
+                   fn, b.name, module->device);
+    }
+    // cuModuleUnload (and the others) must not free code a queued launch runs.
+    if (auto st = call_plugin(b, "device_synchronize",
+                              [&] { return b.api.device_synchronize(module->device); });
+        st != ACCEL_SUCCESS)
+      return st;
+    uint32_t expected = kModuleMagic;
+    if (!module->magic.compare_exchange_strong(expected, kDeadMagic)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
+    }
+    std::vector<accel_kernel_s*> kernels;
+    {
+      std::lock_guard lock(module->kernels_mutex);
+      kernels.swap(module->kernels);
+    }
+    accel_status_t result = ACCEL_SUCCESS;
+    for (accel_kernel_s* k : kernels) {
+      k->magic.store(kDeadMagic, std::memory_order_release);
+      auto st = call_plugin(b, "kernel_destroy", [&] { return b.api.kernel_destroy(k->native); });
+      if (result == ACCEL_SUCCESS) result = st;
+      k->native = nullptr;
+      k->params.clear();
+      kernel_pool().release(k);
+    }
+    auto st = call_plugin(b, "module_unload", [&] { return b.api.module_unload(module->native); });
+    if (result == ACCEL_SUCCESS) result = st;
+    module->native = nullptr;
+    module_pool().release(module);
+    return result;
+  });
+}
+
+accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
+                                       accel_kernel_t* kernel) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (kernel == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is NULL", fn);
+    if (name == nullptr || name[0] == '\0')
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: name is NULL or empty", fn);
+    if (auto st = check_module(fn, module); st != ACCEL_SUCCESS) return st;
+    Backend& b = *module->backend;
+    // One lock per module: creating a kernel is rare, and the same name must
+    // give the same handle.
+    std::lock_guard lock(module->kernels_mutex);
+    for (accel_kernel_s* k : module->kernels) {
+      if (k->name == name) {
+        *kernel = k;
+        return ACCEL_SUCCESS;
+      }
+    }
+    accel_plugin_kernel_t native = nullptr;
+    if (auto st = call_plugin(b, "kernel_create",
+                              [&] { return b.api.kernel_create(module->native, name, &native); });
+        st != ACCEL_SUCCESS)
+      return st;
+    accel_kernel_s* k = kernel_pool().acquire();
+    k->module = module;
+    k->backend = &b;
+    k->device = module->device;
+    k->native = native;
+    k->name = name;
+    k->max_threads_per_block = -1;
+    k->params_known = false;
+    k->param_flags = 0;
+    k->params.clear();
+    if (auto st = describe_kernel(b, *k); st != ACCEL_SUCCESS) {
+      b.api.kernel_destroy(native);
+      k->native = nullptr;
+      kernel_pool().release(k);
+      return st;
+    }
+    module->kernels.push_back(k);
+    k->magic.store(kKernelMagic, std::memory_order_release);
+    *kernel = k;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_kernel_get_attributes(accel_kernel_t kernel,
+                                           accel_kernel_attributes_t* attributes) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (attributes == nullptr || attributes->struct_size < sizeof(accel_kernel_attributes_t)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: attributes is NULL or its struct_size is too small (set it to "
+                   "sizeof(accel_kernel_attributes_t))",
+                   fn);
+    }
+    if (auto st = check_kernel(fn, kernel); st != ACCEL_SUCCESS) return st;
+    Backend& b = *kernel->backend;
+    accel_kernel_attributes_t a{};
+    a.struct_size = sizeof a;
+    a.max_threads_per_block = a.static_shared_bytes = a.private_bytes = -1;
+    a.num_registers = a.preferred_block_multiple = -1;
+    a.num_args = -1;
+    if (auto st = call_plugin(b, "kernel_get_attributes",
+                              [&] { return b.api.kernel_get_attributes(kernel->native, &a); });
+        st != ACCEL_SUCCESS)
+      return st;
+    a.num_args = kernel->params_known ? static_cast<int32_t>(kernel->params.size()) : -1;
+    *attributes = a;
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_config_t* config,
+                                   const accel_kernel_arg_t* args, size_t num_args) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_kernel(fn, kernel); st != ACCEL_SUCCESS) [[unlikely]]
+      return st;
+    if (config == nullptr || config->struct_size < sizeof(accel_launch_config_t)) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: config is NULL or its struct_size is too small (set it to "
+                   "sizeof(accel_launch_config_t))",
+                   fn);
+    }
+    Backend& b = *kernel->backend;
+    accel_stream_t stream = config->stream;
+    if (stream == nullptr) {
+      if (auto st = current_stream(b, kernel->device, stream); st != ACCEL_SUCCESS) return st;
+    } else if (!live(stream)) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)",
+                   fn);
+    } else if (stream->backend != &b || stream->device != kernel->device) [[unlikely]] {
+      return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                   "{}: the stream belongs to {} device {}, kernel '{}' to {} device {}", fn,
+                   stream->backend->name, stream->device, kernel->name, b.name, kernel->device);
+    }
+    const accel_dim3_t grid = config->grid;
+    const accel_dim3_t block = config->block;
+    if (block.x == 0 || block.y == 0 || block.z == 0) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}': block ({}, {}, {}) has a 0 extent (each must be >= 1)", fn,
+                   kernel->name, block.x, block.y, block.z);
+    }
+    const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+    if (kernel->max_threads_per_block > 0 &&
+        threads > static_cast<uint64_t>(kernel->max_threads_per_block)) [[unlikely]] {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
+                   "{} per block on {} device {}",
+                   fn, kernel->name, block.x, block.y, block.z, threads,
+                   kernel->max_threads_per_block, b.name, kernel->device);
+    }
+    if (auto st = check_kernel_args(fn, *kernel, args, num_args); st != ACCEL_SUCCESS) return st;
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return ACCEL_SUCCESS;  // nothing to run
+    return call_plugin(b, "launch_kernel", [&] {
+      return b.api.launch_kernel(kernel->native, grid, block, config->shared_bytes, args, num_args,
+                                 stream->native);
+    });
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,117 @@
+#include "kernel_args.hpp"
+
+#include "error.hpp"
+#include "memory_table.hpp"
+
+namespace accel::core {
+
+namespace {
+
+const char* kind_name(uint32_t kind) {
+  switch (kind) {
+    case ACCEL_KERNEL_ARG_VALUE: return "value";
+    case ACCEL_KERNEL_ARG_DEVICE_POINTER: return "device pointer";
+    case ACCEL_KERNEL_ARG_LOCAL_MEMORY: return "local memory";
+    default: return "unknown kind";
+  }
+}
+
+std::string kinds_text(uint32_t kinds) {
+  std::string out;
+  for (uint32_t k = 0; k < 3; ++k) {
+    if ((kinds & ACCEL_PLUGIN_ARG_KIND_BIT(k)) == 0) continue;
+    if (!out.empty()) out += " or ";
+    out += kind_name(k);
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// One argument on its own: kind in range, sizes that make sense, and a
+// device pointer that accel knows belongs to the kernel's device.
+accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
+                         const accel_kernel_arg_t& a) {
+  switch (a.kind) {
+    case ACCEL_KERNEL_ARG_VALUE:
+      if (a.size == 0 || a.value == nullptr) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: kernel '{}' argument {}: a value argument needs size > 0 and value "
+                     "pointing at the bytes (size {}, value {})",
+                     fn, k.name, i, a.size, a.value);
+      }
+      return ACCEL_SUCCESS;
+    case ACCEL_KERNEL_ARG_DEVICE_POINTER: {
+      if (a.size != 0 && a.size != sizeof(void*)) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: kernel '{}' argument {}: a device pointer argument has size {} "
+                     "(sizeof(void*)) or 0, not {}",
+                     fn, k.name, i, sizeof(void*), a.size);
+      }
+      if (a.value == nullptr) return ACCEL_SUCCESS;  // NULL is a valid pointer to pass
+      Allocation alloc;
+      if (!find_allocation(a.value, alloc)) return ACCEL_SUCCESS;  // not accel's: vendor memory
+      if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;   // pinned host memory
+      if (alloc.backend != k.backend || alloc.device != k.device) {
+        return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                     "{}: kernel '{}' argument {}: pointer {} belongs to {} device {}, the "
+                     "kernel to {} device {} (copy it with accel_memcpy_peer_async first)",
+                     fn, k.name, i, a.value, alloc.backend->name, alloc.device, k.backend->name,
+                     k.device);
+      }
+      return ACCEL_SUCCESS;
+    }
+    case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
+      if (a.size == 0) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: kernel '{}' argument {}: a local memory argument needs size > 0 bytes",
+                     fn, k.name, i);
+      }
+      return ACCEL_SUCCESS;
+    default:
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' argument {}: kind {} is not an accel_kernel_arg_kind_t", fn,
+                   k.name, i, static_cast<int>(a.kind));
+  }
+}
+
+}  // namespace
+
+accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
+                                 const accel_kernel_arg_t* args, size_t num_args) {
+  if (num_args > 0 && args == nullptr) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: args is NULL with num_args {}", fn, num_args);
+  }
+  const bool local_in_shared = (k.param_flags & ACCEL_PLUGIN_KERNEL_LOCAL_ARGS_IN_SHARED) != 0;
+  size_t param = 0;  // the parameter the next argument fills
+  for (size_t i = 0; i < num_args; ++i) {
+    const accel_kernel_arg_t& a = args[i];
+    if (auto st = check_one(fn, k, i, a); st != ACCEL_SUCCESS) return st;
+    if (!k.params_known) continue;
+    if (local_in_shared && a.kind == ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;  // no parameter
+    if (param >= k.params.size()) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' takes {} parameter{}, the launch passes more (argument {})",
+                   fn, k.name, k.params.size(), k.params.size() == 1 ? "" : "s", i);
+    }
+    const accel_plugin_kernel_param_t& p = k.params[param];
+    if ((p.kinds & ACCEL_PLUGIN_ARG_KIND_BIT(a.kind)) == 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' argument {} is a {} argument; parameter {} takes {}", fn,
+                   k.name, i, kind_name(a.kind), param, kinds_text(p.kinds));
+    }
+    if (a.kind == ACCEL_KERNEL_ARG_VALUE && p.size != 0 && p.size != a.size) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' argument {} has {} bytes; parameter {} is {} bytes", fn,
+                   k.name, i, a.size, param, p.size);
+    }
+    ++param;
+  }
+  if (k.params_known && param != k.params.size()) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: kernel '{}' takes {} parameter{}; the launch passes {}{}", fn, k.name,
+                 k.params.size(), k.params.size() == 1 ? "" : "s", param,
+                 local_in_shared ? " (local memory arguments take none on this backend)" : "");
+  }
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace accel::core

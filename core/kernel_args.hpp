@@ -1,0 +1,16 @@
+// Checks a launch's argument array against a kernel's parameters (what the
+// plugin's kernel_get_params said), so a bad launch fails with a message
+// naming the argument and nothing is queued.
+#pragma once
+
+#include "accel/accel.h"
+#include "module.hpp"
+
+namespace accel::core {
+
+// ACCEL_SUCCESS, or ACCEL_ERROR_INVALID_ARGUMENT / DEVICE_MISMATCH (a device
+// pointer of another device) naming `fn`, the kernel and the argument.
+accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
+                                 const accel_kernel_arg_t* args, size_t num_args);
+
+}  // namespace accel::core

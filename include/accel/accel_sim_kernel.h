@@ -1,0 +1,77 @@
+/* accel_sim_kernel.h: the sim backend's kernel format
+ * (ACCEL_MODULE_FORMAT_SIM_HOST).
+ *
+ * A sim module is a host shared object (ELF, the machine's own
+ * architecture), built with any C or C++ compiler:
+ *
+ *     cc -shared -fPIC -O2 -o kernels.so kernels.c
+ *
+ * and handed to accel_module_load as bytes; sim loads it from memory
+ * (memfd_create + dlopen), never from a path. It exports one symbol,
+ * ACCEL_SIM_KERNEL_TABLE_NAME, an accel_sim_kernel_table_t that lists its
+ * kernels with their parameters, so sim checks launches like a GPU
+ * backend that knows its kernels' signatures.
+ *
+ * A sim kernel is a work-group function, the way PoCL and other CPU
+ * OpenCL implementations compile kernels: sim's stream worker calls it once
+ * per block of the grid, in no promised order, and it loops over the
+ * block's threads itself. A barrier is the end of one such loop and the
+ * start of the next. Local memory lives for the call.
+ *
+ * C99-clean; nothing else from accel is needed to build a sim module. */
+#ifndef ACCEL_ACCEL_SIM_KERNEL_H
+#define ACCEL_ACCEL_SIM_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this format; sim refuses a table with another. */
+#define ACCEL_SIM_KERNEL_ABI_VERSION 1u
+/* The exported symbol's name. */
+#define ACCEL_SIM_KERNEL_TABLE_NAME "accel_sim_kernels"
+
+/* Where one call runs: the launch's shape and this block's place in it. */
+typedef struct accel_sim_kernel_context {
+  uint32_t grid[3];     /* blocks per dimension (accel_launch_config_t.grid) */
+  uint32_t block[3];    /* threads per block (accel_launch_config_t.block) */
+  uint32_t group_id[3]; /* this block's index, each < grid[d] */
+  void* shared;         /* config.shared_bytes of dynamic shared memory, or NULL */
+  size_t shared_bytes;
+} accel_sim_kernel_context_t;
+
+/* args[i] points at argument i: at the value's bytes (VALUE), at a void*
+ * holding the device pointer (DEVICE_POINTER), at a void* holding this
+ * block's local memory (LOCAL_MEMORY, 16-byte aligned). Valid for the call. */
+typedef void (*accel_sim_kernel_fn)(const accel_sim_kernel_context_t* context,
+                                    void* const* args);
+
+/* One parameter: an accel_kernel_arg_kind_t and, for a VALUE, its size in
+ * bytes (0 for the other kinds). */
+typedef struct accel_sim_kernel_param {
+  uint32_t kind;
+  uint32_t size;
+} accel_sim_kernel_param_t;
+
+typedef struct accel_sim_kernel {
+  const char* name;                      /* what accel_module_get_kernel looks for */
+  accel_sim_kernel_fn fn;
+  uint32_t num_params;
+  const accel_sim_kernel_param_t* params; /* num_params entries */
+  uint32_t max_threads_per_block;        /* 0: the device's limit */
+} accel_sim_kernel_t;
+
+typedef struct accel_sim_kernel_table {
+  uint32_t abi_version; /* ACCEL_SIM_KERNEL_ABI_VERSION */
+  uint32_t count;
+  const accel_sim_kernel_t* kernels;
+} accel_sim_kernel_table_t;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ACCEL_ACCEL_SIM_KERNEL_H */
