@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -1442,6 +1443,250 @@ inline DeviceCapability device_capability(std::optional<int> device = {}) {
   detail::check(accel_get_device_capability(detail::c_device(device), &c),
                 "accel_get_device_capability");
   return DeviceCapability{c.supported_dtypes};
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modules and kernels (accel.h's "Modules and kernels")                      */
+/* ------------------------------------------------------------------------ */
+
+/* One kernel image: a format and its bytes, borrowed (the bytes must live
+ * until Module::load returns). Made by the named constructors. */
+class Image {
+ public:
+  static Image ptx(std::string_view text) { return {ACCEL_MODULE_FORMAT_PTX, text}; }
+  static Image cubin(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_CUBIN, data, size};
+  }
+  static Image fatbin(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_FATBIN, data, size};
+  }
+  static Image amd_code_object(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT, data, size};
+  }
+  static Image spirv(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_SPIRV, data, size};
+  }
+  static Image opencl_c(std::string_view source) { return {ACCEL_MODULE_FORMAT_OPENCL_C, source}; }
+  static Image native_binary(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_NATIVE_BINARY, data, size};
+  }
+  static Image sim_host(const void* data, std::size_t size) {
+    return {ACCEL_MODULE_FORMAT_SIM_HOST, data, size};
+  }
+  /* Any format, for images whose format is known only at run time. */
+  Image(accel_module_format_t format, const void* data, std::size_t size) noexcept
+      : image_{format, data, size} {}
+  Image(const accel_module_image_t& image) noexcept : image_(image) {}
+
+  const accel_module_image_t& c_image() const noexcept { return image_; }
+
+ private:
+  Image(accel_module_format_t format, std::string_view text) noexcept
+      : image_{format, text.data(), text.size()} {}
+  accel_module_image_t image_;
+};
+
+/* Local (shared) memory for one block, in bytes: a launch argument that
+ * becomes ACCEL_KERNEL_ARG_LOCAL_MEMORY. */
+struct LocalMemory {
+  std::size_t bytes;
+};
+
+/* Grid and block extents; unused dimensions default to 1. */
+struct Dim3 {
+  std::uint32_t x = 1, y = 1, z = 1;
+  constexpr Dim3() noexcept = default;
+  constexpr Dim3(std::uint32_t x_, std::uint32_t y_ = 1, std::uint32_t z_ = 1) noexcept
+      : x(x_), y(y_), z(z_) {}
+  constexpr operator accel_dim3_t() const noexcept { return {x, y, z}; }
+};
+
+struct KernelAttributes {
+  std::int64_t max_threads_per_block = -1;
+  std::int64_t static_shared_bytes = -1;
+  std::int64_t private_bytes = -1;
+  std::int64_t num_registers = -1;
+  std::int64_t preferred_block_multiple = -1;
+  std::int32_t num_args = -1;
+};
+
+namespace detail {
+
+template <class T>
+struct is_local_memory : std::is_same<std::remove_cv_t<std::remove_reference_t<T>>, LocalMemory> {};
+
+/* The accel_kernel_arg_t of one C++ argument, by its type: a pointer or a
+ * DeviceBuffer is a device pointer, LocalMemory is local memory, any other
+ * trivially copyable value is passed by value; anything else (std::string,
+ * std::vector, a reference-holding class) does not compile. The argument
+ * must outlive the launch call (it does: it is the call's own parameter). */
+template <class A>
+accel_kernel_arg_t kernel_arg(const A& a) {
+  using T = std::remove_cv_t<A>;
+  if constexpr (std::is_pointer_v<T> || std::is_null_pointer_v<T>) {
+    return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*),
+            const_cast<const void*>(static_cast<const volatile void*>(a))};
+  } else if constexpr (is_device_buffer<T>::value) {
+    return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), a.data()};
+  } else if constexpr (is_local_memory<T>::value) {
+    return {ACCEL_KERNEL_ARG_LOCAL_MEMORY, a.bytes, nullptr};
+  } else {
+    static_assert(std::is_trivially_copyable_v<T> && !std::is_array_v<T>,
+                  "accel::Kernel::launch: an argument must be a pointer, a DeviceBuffer<T>, "
+                  "accel::LocalMemory or a trivially copyable value");
+    return {ACCEL_KERNEL_ARG_VALUE, sizeof(T), &a};
+  }
+}
+
+}  // namespace detail
+
+/* A kernel of a loaded Module: a plain handle (copyable), valid while its
+ * module is loaded. */
+class Kernel {
+ public:
+  Kernel() noexcept = default;
+  explicit Kernel(accel_kernel_t handle) noexcept : handle_(handle) {}
+
+  accel_kernel_t handle() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  KernelAttributes attributes() const {
+    accel_kernel_attributes_t a{};
+    a.struct_size = sizeof a;
+    detail::check(accel_kernel_get_attributes(handle_, &a), "accel_kernel_get_attributes");
+    return {a.max_threads_per_block, a.static_shared_bytes, a.private_bytes, a.num_registers,
+            a.preferred_block_multiple, a.num_args};
+  }
+
+  /* Queues the kernel on `stream` over `grid` blocks of `block` threads
+   * with `args` (kinds deduced from their types: detail::kernel_arg).
+   * Throws Error with accel_launch_kernel's status. */
+  template <class... Args>
+  void launch(Dim3 grid, Dim3 block, const Stream& stream, const Args&... args) const {
+    launch_on(grid, block, 0, stream.handle(), args...);
+  }
+  /* The same with `shared_bytes` of dynamic shared memory per block. */
+  template <class... Args>
+  void launch(Dim3 grid, Dim3 block, std::size_t shared_bytes, const Stream& stream,
+              const Args&... args) const {
+    launch_on(grid, block, shared_bytes, stream.handle(), args...);
+  }
+  /* On the calling thread's current stream of the kernel's device. */
+  template <class... Args>
+  void launch(Dim3 grid, Dim3 block, const Args&... args) const {
+    static_assert(!(std::is_same_v<Args, Stream> || ...),
+                  "pass the stream right after the block, not among the arguments");
+    launch_on(grid, block, 0, nullptr, args...);
+  }
+
+ private:
+  template <class... Args>
+  void launch_on(Dim3 grid, Dim3 block, std::size_t shared_bytes, accel_stream_t stream,
+                 const Args&... args) const {
+    accel_launch_config_t config{};
+    config.struct_size = sizeof config;
+    config.grid = grid;
+    config.block = block;
+    config.shared_bytes = shared_bytes;
+    config.stream = stream;
+    if constexpr (sizeof...(Args) == 0) {
+      detail::check(accel_launch_kernel(handle_, &config, nullptr, 0), "accel_launch_kernel");
+    } else {
+      const accel_kernel_arg_t c_args[] = {detail::kernel_arg(args)...};
+      detail::check(accel_launch_kernel(handle_, &config, c_args, sizeof...(Args)),
+                    "accel_launch_kernel");
+    }
+  }
+  accel_kernel_t handle_ = nullptr;
+};
+
+/* A loaded module (move-only; the destructor unloads it, waiting for its
+ * device, and sends a failure to the error handler). */
+class Module {
+ public:
+  Module() noexcept = default;
+  Module(Module&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  Module& operator=(Module&& o) noexcept {
+    if (this != &o) {
+      reset();
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  ~Module() { reset(); }
+
+  /* accel_module_load: the first of `images` that `device` (empty: current)
+   * takes and builds. Throws Error (ACCEL_ERROR_NOT_SUPPORTED: no image
+   * fits; ACCEL_ERROR_BUILD_FAILED: see build_log()). */
+  static Module load(std::initializer_list<Image> images, std::optional<int> device = {},
+                     const std::string& options = {}) {
+    std::vector<accel_module_image_t> c_images;
+    c_images.reserve(images.size());
+    for (const Image& i : images) c_images.push_back(i.c_image());
+    return load_c(c_images.data(), c_images.size(), device, options);
+  }
+  static Module load(const std::vector<Image>& images, std::optional<int> device = {},
+                     const std::string& options = {}) {
+    std::vector<accel_module_image_t> c_images;
+    c_images.reserve(images.size());
+    for (const Image& i : images) c_images.push_back(i.c_image());
+    return load_c(c_images.data(), c_images.size(), device, options);
+  }
+
+  /* The calling thread's last load's build log (accel_module_build_log). */
+  static std::string build_log() {
+    std::size_t length = 0;
+    detail::check(accel_module_build_log(nullptr, 0, &length), "accel_module_build_log");
+    std::string log(length + 1, '\0');
+    detail::check(accel_module_build_log(log.data(), log.size(), &length),
+                  "accel_module_build_log");
+    log.resize(std::min(length, log.size() - 1));
+    return log;
+  }
+
+  /* The kernel `name` (accel_module_get_kernel). Throws Error. */
+  Kernel kernel(const char* name) const {
+    accel_kernel_t k = nullptr;
+    detail::check(accel_module_get_kernel(handle_, name, &k), "accel_module_get_kernel");
+    return Kernel(k);
+  }
+  Kernel kernel(const std::string& name) const { return kernel(name.c_str()); }
+
+  accel_module_t handle() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /* Unloads now (throws Error on failure, the handle is gone either way). */
+  void unload() {
+    if (handle_ == nullptr) return;
+    detail::check(accel_module_unload(std::exchange(handle_, nullptr)), "accel_module_unload");
+  }
+
+ private:
+  explicit Module(accel_module_t handle) noexcept : handle_(handle) {}
+  static Module load_c(const accel_module_image_t* images, std::size_t count,
+                       std::optional<int> device, const std::string& options) {
+    accel_module_t m = nullptr;
+    detail::check(accel_module_load(detail::c_device(device), images, count,
+                                    options.empty() ? nullptr : options.c_str(), &m),
+                  "accel_module_load");
+    return Module(m);
+  }
+  void reset() noexcept {
+    if (handle_ == nullptr) return;
+    const accel_status_t st = accel_module_unload(std::exchange(handle_, nullptr));
+    if (st != ACCEL_SUCCESS) detail::report_status("~Module", st);
+  }
+  accel_module_t handle_ = nullptr;
+};
+
+/* accel_device_module_formats: the ACCEL_MODULE_FORMAT_BIT mask. */
+inline std::uint64_t device_module_formats(std::optional<int> device = {}) {
+  std::uint64_t formats = 0;
+  detail::check(accel_device_module_formats(detail::c_device(device), &formats),
+                "accel_device_module_formats");
+  return formats;
 }
 
 }  // namespace accel
