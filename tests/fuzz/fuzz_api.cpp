@@ -40,6 +40,8 @@
 // corpus and every file in regressions/ as part of the normal test suite.
 #include <accel/accel.h>
 
+#include "accel_kernels.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -986,6 +988,10 @@ enum Op : uint8_t {
   OP_HISTORY,
   OP_GATE,
   OP_RELEASE_GATES,
+  // Modules and kernels (appended).
+  OP_MODULE_LOAD,
+  OP_MODULE_UNLOAD,
+  OP_LAUNCH,
   OP_COUNT
 };
 
@@ -1000,7 +1006,8 @@ const char* const kOpNames[OP_COUNT] = {
     "reset_peak",     "properties",      "backend_info",   "names",
     "verify",         "thread",          "malloc_async",   "free_async",
     "free_ordered",   "record_stream",   "empty_cache",    "stats_list",
-    "snapshot",       "history",         "gate",           "release_gates"};
+    "snapshot",       "history",         "gate",           "release_gates",
+    "module_load",    "module_unload",   "launch"};
 
 void op_set_device(Input& in) {
   int32_t d = pick_device(in);
@@ -2133,6 +2140,242 @@ void op_thread(Input& in) {
   FZ_CHECK(problem.empty(), "%s", problem.c_str());
 }
 
+// --- modules and kernels ---------------------------------------------------------------------
+// Images are hostile (garbage, sim's real host object cut short, wrong
+// formats, NULL and empty images, compiler options sim refuses) and so are
+// launches (dead kernels, bad configs, streams of other devices, argument
+// arrays of the wrong count, kind and size). A launch that passes every
+// check runs `empty`, whose small grids the harness keeps small: a sim
+// module is host code, so the harness never runs a kernel with arguments
+// it could not vouch for.
+struct LoadedModule {
+  accel_module_t h;
+  int32_t device;
+  std::vector<accel_kernel_t> kernels;  // "empty" first, then "vector_add"
+};
+std::vector<LoadedModule> g_modules;
+std::vector<accel_module_t> g_dead_modules;
+std::vector<accel_kernel_t> g_dead_kernels;
+constexpr size_t kMaxModules = 2;
+
+const accel_module_image_t& sim_image() {
+  static const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_SIM_HOST);
+  FZ_CHECK(im != nullptr, "the build embeds no sim kernel image");
+  return *im;
+}
+
+void forget_dead(std::vector<accel_module_t>& dead, accel_module_t h) {
+  dead.erase(std::remove(dead.begin(), dead.end(), h), dead.end());
+}
+void forget_dead_kernel(accel_kernel_t h) {
+  g_dead_kernels.erase(std::remove(g_dead_kernels.begin(), g_dead_kernels.end(), h),
+                       g_dead_kernels.end());
+}
+
+void op_module_load(Input& in) {
+  static const char kGarbage[] = "\x7f" "ELF but not really an ELF file at all";
+  static const char kSource[] = "__kernel void empty(void) {}";
+  const accel_module_image_t& real = sim_image();
+  accel_module_image_t images[3];
+  size_t count = in.u8() % 4;
+  bool valid = count > 0;  // every image well-formed for the core's checks
+  bool any_sim = false;
+  bool intact = false;  // an intact sim image comes before any success
+  for (size_t i = 0; i < count; ++i) {
+    accel_module_image_t& im = images[i];
+    switch (in.u8() % 8) {
+      case 0:
+      case 1:
+        im = real;
+        break;
+      case 2:
+      case 3: {
+        im = real;  // cut short: never past the end
+        im.size = std::min<size_t>(real.size - 1, in.u32() % real.size);
+        if (im.size == 0) valid = false;
+        break;
+      }
+      case 4:
+        im = {ACCEL_MODULE_FORMAT_SIM_HOST, kGarbage, 1 + in.u8() % (sizeof kGarbage - 1)};
+        break;
+      case 5:
+        im = {ACCEL_MODULE_FORMAT_OPENCL_C, kSource, sizeof kSource - 1};
+        break;
+      case 6:
+        im = {static_cast<accel_module_format_t>(in.u8() % 12), real.data, real.size};
+        if (static_cast<unsigned>(im.format) >= ACCEL_MODULE_FORMAT_COUNT) valid = false;
+        break;
+      default:
+        im = {ACCEL_MODULE_FORMAT_SIM_HOST, in.flag() ? nullptr : real.data, 0};
+        valid = false;
+        break;
+    }
+    if (im.format == ACCEL_MODULE_FORMAT_SIM_HOST && im.data != nullptr && im.size > 0) {
+      any_sim = true;
+      if (im.data == real.data && im.size == real.size) intact = true;
+    }
+  }
+  const bool with_options = in.u8() % 8 == 0;
+  const bool null_out = in.u8() % 16 == 0;
+  int32_t d = in.u8() % 8 == 0 ? pick_device(in) : -1;
+  int32_t t = resolve(d);
+  Allowed ok;
+  if (null_out || !valid)
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  else if (t < 0)
+    ok.add(ACCEL_ERROR_INVALID_DEVICE);
+  else if (!any_sim)
+    ok.add(ACCEL_ERROR_NOT_SUPPORTED);
+  else if (intact && !with_options)
+    ok.add(ACCEL_SUCCESS);
+  else {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+    ok.add(ACCEL_ERROR_BUILD_FAILED);
+  }
+  if (ok.has(ACCEL_SUCCESS) && g_modules.size() >= kMaxModules) return;  // bounded
+  accel_module_t m = nullptr;
+  accel_status_t st = accel_module_load(d, count ? images : nullptr, count,
+                                        with_options ? "-O2" : nullptr, null_out ? nullptr : &m);
+  if (expect(st, ok) != ACCEL_SUCCESS) {
+    FZ_CHECK(m == nullptr, "a failed accel_module_load wrote the module");
+    return;
+  }
+  forget_dead(g_dead_modules, m);
+  LoadedModule lm{m, t, {}};
+  for (const char* name : {"empty", "vector_add"}) {
+    accel_kernel_t k = nullptr;
+    expect(accel_module_get_kernel(m, name, &k), {ACCEL_SUCCESS});
+    forget_dead_kernel(k);
+    lm.kernels.push_back(k);
+  }
+  accel_kernel_t k = nullptr;
+  expect(accel_module_get_kernel(m, "no_such_kernel", &k), {ACCEL_ERROR_INVALID_ARGUMENT});
+  FZ_CHECK(k == nullptr, "a failed accel_module_get_kernel wrote the kernel");
+  g_modules.push_back(std::move(lm));
+}
+
+void unload_module(size_t i) {
+  release_gates();  // unloading waits for the device
+  LoadedModule lm = g_modules[i];
+  g_modules.erase(g_modules.begin() + static_cast<std::ptrdiff_t>(i));
+  expect(accel_module_unload(lm.h), {ACCEL_SUCCESS});
+  g_dead_modules.push_back(lm.h);
+  for (accel_kernel_t k : lm.kernels) g_dead_kernels.push_back(k);
+}
+
+void op_module_unload(Input& in) {
+  if (!g_modules.empty() && in.u8() % 4 != 0) return unload_module(in.u8() % g_modules.size());
+  accel_module_t dead = nullptr;
+  if (!g_dead_modules.empty() && in.flag()) dead = g_dead_modules[in.u8() % g_dead_modules.size()];
+  expect(accel_module_unload(dead), {ACCEL_ERROR_INVALID_ARGUMENT});
+}
+
+void op_launch(Input& in) {
+  // The kernel: live (empty or vector_add), dead, or NULL.
+  accel_kernel_t k = nullptr;
+  const LoadedModule* lm = nullptr;
+  bool is_empty = false;
+  uint8_t pick = in.u8() % 8;
+  if (pick < 6 && !g_modules.empty()) {
+    lm = &g_modules[in.u8() % g_modules.size()];
+    is_empty = pick < 4;
+    k = lm->kernels[is_empty ? 0 : 1];
+  } else if (pick == 6 && !g_dead_kernels.empty()) {
+    k = g_dead_kernels[in.u8() % g_dead_kernels.size()];
+  }
+  accel_launch_config_t config;
+  std::memset(&config, 0, sizeof config);
+  config.struct_size = sizeof config;
+  const uint8_t cfg = in.u8() % 16;
+  bool config_ok = true;
+  if (cfg == 0) {
+    config.struct_size = in.u8() % sizeof config;
+    config_ok = false;
+  }
+  const uint32_t big = UINT32_MAX;
+  bool huge = false;
+  switch (in.u8() % 8) {
+    case 0:
+      config.grid = {0, 1 + in.u8() % 4u, 1};  // nothing to run
+      break;
+    case 1:
+      config.grid = {big, big, big};  // no device runs 2^96 blocks
+      huge = true;
+      break;
+    default:
+      config.grid = {1 + in.u8() % 8u, 1 + in.u8() % 4u, 1 + in.u8() % 2u};
+      break;
+  }
+  bool block_ok = true;
+  switch (in.u8() % 8) {
+    case 0:
+      config.block = {0, 1, 1};
+      block_ok = false;
+      break;
+    case 1:
+      config.block = {big, big, 2};  // over every thread limit
+      block_ok = false;
+      break;
+    default:
+      config.block = {1 + in.u8() % 8u, 1 + in.u8() % 4u, 1 + in.u8() % 2u};
+      break;
+  }
+  config.stream = pick_stream(in);
+  const Stream* ms = config.stream ? stream_by_handle(config.stream) : nullptr;
+  // Arguments: none, or up to 5 with hostile kinds, sizes and values.
+  uint8_t stack_buf[64] = {};
+  accel_kernel_arg_t args[5];
+  size_t nargs = in.u8() % 6;
+  const bool null_args = nargs > 0 && in.u8() % 16 == 0;
+  bool other_device_ptr = false;
+  for (size_t i = 0; i < nargs; ++i) {
+    auto kind = static_cast<accel_kernel_arg_kind_t>(in.u8() % 4 == 3 ? 7 : in.u8() % 3);
+    size_t size = in.u8() % 4 == 0 ? pick_size(in) : (1u << (in.u8() % 4));
+    const void* value = in.flag() ? stack_buf : nullptr;
+    if (kind == ACCEL_KERNEL_ARG_DEVICE_POINTER) {
+      value = pick_device_ptr(in, stack_buf);
+      if (Alloc* a = find_alloc(value); a && lm && a->device != lm->device) other_device_ptr = true;
+    }
+    args[i] = {kind, size, value};
+  }
+  Allowed ok;
+  if (lm == nullptr || !config_ok) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else if (config.stream != nullptr && ms == nullptr) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else if (ms != nullptr && ms->device != lm->device) {
+    ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+  } else if (!block_ok) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else if (nargs > 0 && (is_empty || nargs != 4 || null_args)) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);  // wrong count (or NULL array)
+    if (other_device_ptr && !null_args) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+  } else if (!is_empty) {
+    // vector_add with 4 hostile arguments: refused unless they happen to
+    // be right, which the harness cannot vouch for: never let it run.
+    bool exact = true;
+    const accel_kernel_arg_kind_t want[] = {ACCEL_KERNEL_ARG_DEVICE_POINTER,
+                                            ACCEL_KERNEL_ARG_DEVICE_POINTER,
+                                            ACCEL_KERNEL_ARG_DEVICE_POINTER, ACCEL_KERNEL_ARG_VALUE};
+    for (size_t i = 0; i < 4; ++i) exact = exact && args[i].kind == want[i];
+    if (exact) return;
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+    if (other_device_ptr) ok.add(ACCEL_ERROR_DEVICE_MISMATCH);
+  } else if (config.grid.x == 0) {
+    ok.add(ACCEL_SUCCESS);
+  } else if (huge) {
+    ok.add(ACCEL_ERROR_INVALID_ARGUMENT);
+  } else {
+    ok.add(ACCEL_SUCCESS);
+  }
+  expect(accel_launch_kernel(k, cfg == 1 ? nullptr : &config, null_args ? nullptr : args, nargs),
+         cfg == 1 ? Allowed{ACCEL_ERROR_INVALID_ARGUMENT} : ok);
+}
+
+void unload_all_modules() {
+  while (!g_modules.empty()) unload_module(g_modules.size() - 1);
+}
+
 void run_op(uint8_t code, Input& in) {
   switch (static_cast<Op>(code % OP_COUNT)) {
     case OP_SET_DEVICE:
@@ -2223,6 +2466,12 @@ void run_op(uint8_t code, Input& in) {
       return op_gate(in);
     case OP_RELEASE_GATES:
       return release_gates();
+    case OP_MODULE_LOAD:
+      return op_module_load(in);
+    case OP_MODULE_UNLOAD:
+      return op_module_unload(in);
+    case OP_LAUNCH:
+      return op_launch(in);
     case OP_COUNT:
       break;
   }
@@ -2283,6 +2532,7 @@ void end_input() {
   }
   expect(accel_set_device_index(0), {ACCEL_SUCCESS});
   M.cur_device = 0;
+  unload_all_modules();
   sync_all();
   // Work already queued on destroyed streams completes too.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

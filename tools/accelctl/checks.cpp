@@ -444,6 +444,7 @@ const std::vector<NamedCheck>& selftest_checks() {
       {"memory stats", check_memory_stats},
       {"host function order", check_host_order},
       {"synchronize", check_synchronize},
+      {"kernels", check_kernels},
   };
   return kChecks;
 }

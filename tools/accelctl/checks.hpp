@@ -28,4 +28,7 @@ struct NamedCheck {
 // temporarily: it restores them before returning.
 const std::vector<NamedCheck>& selftest_checks();
 
+// The kernel check (kernel_check.cpp).
+CheckResult check_kernels(const Context& ctx);
+
 }  // namespace accelctl

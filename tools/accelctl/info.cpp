@@ -105,7 +105,17 @@ DeviceEntry gather_device(int32_t index) {
   cap.struct_size = sizeof cap;
   if (accel_get_device_capability(index, &cap) == ACCEL_SUCCESS)
     d.supported_dtypes = cap.supported_dtypes;
+  uint64_t formats = 0;
+  if (accel_device_module_formats(index, &formats) == ACCEL_SUCCESS) d.module_formats = formats;
   return d;
+}
+
+std::vector<std::string> module_format_names(uint64_t formats) {
+  std::vector<std::string> out;
+  for (unsigned f = 0; f < ACCEL_MODULE_FORMAT_COUNT; ++f)
+    if ((formats & ACCEL_MODULE_FORMAT_BIT(f)) != 0)
+      out.emplace_back(accel_module_format_name(static_cast<accel_module_format_t>(f)));
+  return out;
 }
 
 std::vector<std::string> dtype_names(uint64_t dtypes) {
@@ -232,6 +242,8 @@ nlohmann::json to_json(const DeviceEntry& d) {
   if (!d.attributes_error.empty()) j["attributes_error"] = d.attributes_error;
   j["supported_dtypes"] = d.supported_dtypes ? nlohmann::json(dtype_names(*d.supported_dtypes))
                                              : nlohmann::json(nullptr);
+  j["module_formats"] = d.module_formats ? nlohmann::json(module_format_names(*d.module_formats))
+                                         : nlohmann::json(nullptr);
   return j;
 }
 

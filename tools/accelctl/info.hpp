@@ -48,6 +48,8 @@ struct DeviceEntry {
   std::string attributes_error;  // a failure other than NOT_SUPPORTED
   // accel_get_device_capability's supported_dtypes, when it answered.
   std::optional<uint64_t> supported_dtypes;
+  // accel_device_module_formats (ACCEL_MODULE_FORMAT_BIT mask; 0: no modules).
+  std::optional<uint64_t> module_formats;
   bool ok() const { return props_ok && mem_info_error.empty() && attributes_error.empty(); }
 };
 
@@ -57,6 +59,8 @@ std::string failure_detail(const char* call, accel_status_t status);
 std::vector<BackendEntry> gather_backends();
 // Names of the dtypes whose ACCEL_DTYPE_BIT is set ("float32", ...).
 std::vector<std::string> dtype_names(uint64_t dtypes);
+// Names of the formats whose ACCEL_MODULE_FORMAT_BIT is set ("ptx", ...).
+std::vector<std::string> module_format_names(uint64_t formats);
 // The current accelerator's entry, or nullptr.
 const BackendEntry* find_current(const std::vector<BackendEntry>& entries);
 DeviceEntry gather_device(int32_t index);

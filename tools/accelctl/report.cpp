@@ -168,6 +168,13 @@ int run_devices(bool json) {
     }
     if (d.supported_dtypes)
       fmt::print("  dtypes:         {}\n", fmt::join(dtype_names(*d.supported_dtypes), " "));
+    if (d.module_formats) {
+      fmt::print("  kernel formats: {}\n",
+                 *d.module_formats != 0 ? fmt::format("{}", fmt::join(module_format_names(
+                                                                          *d.module_formats),
+                                                                      " "))
+                                        : std::string("none (the backend has no modules)"));
+    }
     if (!d.attributes_error.empty()) {
       fmt::print("  attributes:     error: {}\n", d.attributes_error);
     } else if (d.attributes.empty()) {
