@@ -36,3 +36,10 @@ meson compile -C "$build_dir" accel-main
 echo
 echo "== accelctl (from the build tree) =="
 meson devenv -C "$build_dir" accelctl
+
+# The first example computes: saxpy on the current accelerator. CPU OpenCL
+# devices (PoCL) count only with ACCEL_OPENCL_DEVICE_TYPE=all, so that is
+# the default here unless the caller chose otherwise.
+echo
+echo "== examples/saxpy (from the build tree) =="
+ACCEL_OPENCL_DEVICE_TYPE=${ACCEL_OPENCL_DEVICE_TYPE-all} meson devenv -C "$build_dir" accel-saxpy

@@ -58,13 +58,17 @@ int main(void) {
   CHECK(accel_module_load(-1, images, count, NULL, &module));
   CHECK(accel_module_get_kernel(module, "saxpy", &saxpy));
   CHECK(accel_kernel_get_attributes(saxpy, &attrs));
-  block = attrs.max_threads_per_block < 256 ? (uint32_t)attrs.max_threads_per_block : 256;
+  block = attrs.max_threads_per_block < 256
+              ? (uint32_t)attrs.max_threads_per_block
+              : 256;
 
   CHECK(accel_stream_create(-1, 0, &stream));
   CHECK(accel_malloc_async(sizeof(float) * N, stream, &dx));
   CHECK(accel_malloc_async(sizeof(float) * N, stream, &dy));
-  CHECK(accel_memcpy_async(dx, x, sizeof(float) * N, ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
-  CHECK(accel_memcpy_async(dy, y, sizeof(float) * N, ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK(accel_memcpy_async(dx, x, sizeof(float) * N,
+                           ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK(accel_memcpy_async(dy, y, sizeof(float) * N,
+                           ACCEL_MEMCPY_HOST_TO_DEVICE, stream));
   {
     /* Arguments are passed at launch, in the kernel's parameter order. */
     accel_kernel_arg_t args[] = {
@@ -78,9 +82,11 @@ int main(void) {
     config.block.x = block;
     config.block.y = config.block.z = 1;
     config.stream = stream;
-    CHECK(accel_launch_kernel(saxpy, &config, args, sizeof args / sizeof args[0]));
+    CHECK(accel_launch_kernel(saxpy, &config, args,
+                              sizeof args / sizeof args[0]));
   }
-  CHECK(accel_memcpy_async(y, dy, sizeof(float) * N, ACCEL_MEMCPY_DEVICE_TO_HOST, stream));
+  CHECK(accel_memcpy_async(y, dy, sizeof(float) * N,
+                           ACCEL_MEMCPY_DEVICE_TO_HOST, stream));
   CHECK(accel_stream_synchronize(stream));
 
   for (i = 0; i < N; ++i) {
@@ -88,9 +94,11 @@ int main(void) {
     double err = fabs(y[i] - want) / (fabs(want) + 1);
     if (err > max_error) max_error = err;
   }
-  printf("saxpy on %s device %d: %d elements in blocks of %u, max relative error %.2g\n",
-         accel_current_accelerator(), (int)accel_current_device_index(), N, (unsigned)block,
-         max_error);
+  printf(
+      "saxpy on %s device %d: %d elements in blocks of %u, max relative error "
+      "%.2g\n",
+      accel_current_accelerator(), (int)accel_current_device_index(), N,
+      (unsigned)block, max_error);
 
   CHECK(accel_free_async(dx, stream));
   CHECK(accel_free_async(dy, stream));

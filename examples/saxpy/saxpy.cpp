@@ -24,7 +24,8 @@ int main() try {
   }
 
   accel_module_image_t c_images[8];
-  std::vector<accel::Image> images(c_images, c_images + accel_kernels_images(c_images, 8));
+  std::vector<accel::Image> images(
+      c_images, c_images + accel_kernels_images(c_images, 8));
   accel::Module module = accel::Module::load(images);
   accel::Kernel saxpy = module.kernel("saxpy");
   const auto block = static_cast<std::uint32_t>(
@@ -40,8 +41,10 @@ int main() try {
 
   double max_error = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    double want = double{alpha} * static_cast<float>(i) + static_cast<float>(n - i);
-    max_error = std::max(max_error, std::fabs(y[i] - want) / (std::fabs(want) + 1));
+    double want =
+        double{alpha} * static_cast<float>(i) + static_cast<float>(n - i);
+    max_error =
+        std::max(max_error, std::fabs(y[i] - want) / (std::fabs(want) + 1));
   }
   std::printf("saxpy (C++) on %s: %u elements, max relative error %.2g\n",
               accel_current_accelerator(), n, max_error);

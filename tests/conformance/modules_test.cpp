@@ -26,7 +26,7 @@ bool has_modules(const char* test) {
   CHECK(r.status == ACCEL_ERROR_NOT_SUPPORTED);
   CHECK(contains_ci(r.after, globals().backend));
   WARN(test << ": the backend has no modules; accel_module_load answered: " << r.after);
-  need_cap(ACCEL_CAP_MODULES, "modules and kernels");
+  note_not_run("no modules and kernels (" + r.after + ")");
   return false;
 }
 

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
       "Exits 1 if a device could not be queried.\n"
       "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
       "\"runtime_version\", \"device_count\", \"devices\": [{..., \"mem_info\",\n"
-      "\"supported_dtypes\", \"attributes\": {\"warp_size\": 32, ...}}]}.");
+      "\"supported_dtypes\", \"module_formats\", \"attributes\": {\"warp_size\": 32, ...}}]}.");
   add_json_flag(*devices, json);
   add_backend_option(*devices, backend_name);
   CLI::App* selftest =

@@ -23,6 +23,11 @@
  *                              ACCEL_PLUGIN_API_V1_SIZE, minor 0). It must
  *                              load and pass, and every ABI 1.1 call answer
  *                              ACCEL_ERROR_NOT_SUPPORTED saying why.
+ *   MINIMAL_ABI_1_1            backend "abi11": the table as built against
+ *                              the ABI 1.1 header (struct_size up to the
+ *                              modules group, minor 1). Modules and kernels
+ *                              must answer ACCEL_ERROR_NOT_SUPPORTED saying
+ *                              the plugin predates them.
  *
  * Devices: ACCEL_MINIMAL_DEVICES (read through host->get_env; default 0, so
  * the plugin never competes with a real backend), at most MINIMAL_MAX_DEVICES.
@@ -37,6 +42,9 @@
 #define MINIMAL_CAPS ACCEL_PLUGIN_CAP_HOST_FUNCTIONS
 #elif defined(MINIMAL_ABI_1_0)
 #define MINIMAL_NAME "abi10"
+#define MINIMAL_CAPS 0u
+#elif defined(MINIMAL_ABI_1_1)
+#define MINIMAL_NAME "abi11"
 #define MINIMAL_CAPS 0u
 #else
 #define MINIMAL_NAME "minimal"
@@ -155,6 +163,12 @@ static const accel_plugin_api_t g_api = {
     .struct_size = ACCEL_PLUGIN_API_V1_SIZE,
     .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
     .abi_minor = 0,
+#elif defined(MINIMAL_ABI_1_1)
+    /* As a plugin compiled against the ABI 1.1 header: its table ends
+     * before the modules group of 1.2. */
+    .struct_size = offsetof(accel_plugin_api_t, module_formats),
+    .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
+    .abi_minor = 1,
 #else
     .struct_size = sizeof(accel_plugin_api_t),
     .abi_major = ACCEL_PLUGIN_ABI_MAJOR,
