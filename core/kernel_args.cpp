@@ -47,8 +47,10 @@ accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
                      fn, k.name, i, sizeof(void*), a.size);
       }
       if (a.value == nullptr) return ACCEL_SUCCESS;  // NULL is a valid pointer to pass
+      // The segment is enough to tell the device: find_entry, not
+      // find_allocation, which would also take the allocator's lock.
       Allocation alloc;
-      if (!find_allocation(a.value, alloc)) return ACCEL_SUCCESS;  // not accel's: vendor memory
+      if (!find_entry(a.value, alloc)) return ACCEL_SUCCESS;  // not accel's: vendor memory
       if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;   // pinned host memory
       if (alloc.backend != k.backend || alloc.device != k.device) {
         return failf(ACCEL_ERROR_DEVICE_MISMATCH,

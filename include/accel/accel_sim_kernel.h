@@ -18,6 +18,12 @@
  * block's threads itself. A barrier is the end of one such loop and the
  * start of the next. Local memory lives for the call.
  *
+ * sim refuses (ACCEL_ERROR_BUILD_FAILED, the reason in the build log) a
+ * table of another abi_version, kernels NULL with count > 0, a kernel
+ * without a name, with a name of more than 4096 bytes or the name of an
+ * earlier one, without fn, with more than 1024 parameters or params NULL
+ * with num_params > 0, and a parameter of another kind or size than below.
+ *
  * C99-clean; nothing else from accel is needed to build a sim module. */
 #ifndef ACCEL_ACCEL_SIM_KERNEL_H
 #define ACCEL_ACCEL_SIM_KERNEL_H
@@ -50,7 +56,8 @@ typedef void (*accel_sim_kernel_fn)(const accel_sim_kernel_context_t* context,
                                     void* const* args);
 
 /* One parameter: an accel_kernel_arg_kind_t and, for a VALUE, its size in
- * bytes (0 for the other kinds). */
+ * bytes, 1 to 32764 (CUDA's limit on a kernel's parameters); 0 for the
+ * other kinds. */
 typedef struct accel_sim_kernel_param {
   uint32_t kind;
   uint32_t size;
@@ -61,7 +68,8 @@ typedef struct accel_sim_kernel {
   accel_sim_kernel_fn fn;
   uint32_t num_params;
   const accel_sim_kernel_param_t* params; /* num_params entries */
-  uint32_t max_threads_per_block;        /* 0: the device's limit */
+  uint32_t max_threads_per_block;        /* 0: the device's limit (1024 on sim, which also
+                                            caps larger values) */
 } accel_sim_kernel_t;
 
 typedef struct accel_sim_kernel_table {

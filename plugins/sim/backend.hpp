@@ -4,6 +4,7 @@
 
 #include <accel/accel_plugin.h>
 #include <accel/accel_plugin_helpers.hpp>
+#include <accel/accel_sim_kernel.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -73,6 +74,14 @@ class Stream {
   // it. Idempotent; called by stream_destroy and by the destructor.
   void shutdown();
 
+  // At least `bytes` of memory aligned to kLocalAlignment, owned by this
+  // queue and reused by every later call (a kernel's local memory): grown,
+  // never shrunk, so a stream that launches kernels allocates once. Only
+  // the queue's own worker thread may call it, from a task (one task runs
+  // at a time, so nobody else uses the memory meanwhile). NULL when the host
+  // cannot allocate it.
+  void* worker_scratch(size_t bytes);
+
  private:
   void run_task(Task& task);
   void run();
@@ -99,6 +108,12 @@ class Stream {
   // handle is published and never again, so any thread may read it while
   // shutdown() joins worker_.
   std::thread::id worker_id_;
+  // worker_scratch()'s memory; touched only by the worker thread.
+  struct AlignedFree {
+    void operator()(void* p) const noexcept;
+  };
+  std::unique_ptr<void, AlignedFree> scratch_;
+  size_t scratch_bytes_ = 0;
 };
 
 // Makes a stream and starts its worker thread. A thread the host cannot
@@ -110,6 +125,51 @@ accel_status_t start_stream(const char* op, int32_t device, int32_t priority, bo
 accel_status_t submit(Stream* s, const char* op, Stream::Task task, bool marker = false);
 
 inline Stream* as_stream(accel_plugin_stream_t h) { return static_cast<Stream*>(h); }
+
+// ---------------------------------------------------------------------------
+// The simulated device's limits (devices.cpp reports them as attributes,
+// launch.cpp enforces them): a small CUDA-like device, CUDA's grid limits.
+// ---------------------------------------------------------------------------
+
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+inline constexpr uint32_t kMaxGridDim[3] = {2147483647u, 65535, 65535};
+// Local memory of one block: its LOCAL_MEMORY arguments (each at a
+// kLocalAlignment offset) plus the launch's shared_bytes.
+inline constexpr size_t kSharedMemoryPerBlock = 48 * 1024;
+// accel_sim_kernel.h promises 16-byte aligned local memory; 64 keeps each
+// block's buffers on their own cache lines.
+inline constexpr size_t kLocalAlignment = 64;
+
+// ---------------------------------------------------------------------------
+// Modules and kernels (modules.cpp loads, launch.cpp runs)
+// ---------------------------------------------------------------------------
+
+// One kernel of a loaded module, copied out of the module's table once it
+// was checked, so nothing but `fn` points into the shared object.
+struct KernelInfo {
+  std::string name;
+  accel_sim_kernel_fn fn = nullptr;
+  std::vector<accel_sim_kernel_param_t> params;
+  uint32_t max_threads_per_block = kMaxThreadsPerBlock;  // the table's, capped at the device's
+};
+
+// A loaded module: the dlopen() handle of its shared object and its kernels.
+struct Module {
+  int32_t device = 0;
+  void* handle = nullptr;  // dlclose()d by module_unload
+  std::vector<KernelInfo> kernels;
+};
+
+// A kernel_create handle: which kernel of which module. Launches read it
+// only, so any number of threads may launch it at once.
+struct Kernel {
+  const Module* module = nullptr;
+  const KernelInfo* info = nullptr;
+};
+
+inline Module* as_module(accel_plugin_module_t h) { return static_cast<Module*>(h); }
+inline Kernel* as_kernel(accel_plugin_kernel_t h) { return static_cast<Kernel*>(h); }
 
 // ---------------------------------------------------------------------------
 // Events (events.cpp; streams.cpp waits on them)
@@ -198,6 +258,8 @@ ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // ABI 1.1 groups: streams.cpp, events.cpp, devices.cpp, memory.cpp.
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
-ACCEL_BACKEND_NO_MODULE_OPS
+// ABI 1.2 modules and kernels: modules.cpp (formats, load, unload, kernels,
+// attributes, parameters) and launch.cpp (launch_kernel).
+ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::sim

@@ -175,7 +175,8 @@ accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
 }
 
 // Fixed figures of a small CUDA-like device, so that code reading
-// attributes has something plausible to work with; what a simulator cannot
+// attributes has something plausible to work with (the launch limits are
+// backend.hpp's, which launch_kernel enforces); what a simulator cannot
 // honestly have (clock, bus width, L2, stepping) is not supported, which
 // also exercises that answer.
 accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
@@ -194,28 +195,28 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
         v = 32;
         break;
       case ACCEL_DEVICE_ATTR_MAX_THREADS_PER_BLOCK:
-        v = 1024;
+        v = kMaxThreadsPerBlock;
         break;
       case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_X:
-        v = 1024;
+        v = kMaxBlockDim[0];
         break;
       case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Y:
-        v = 1024;
+        v = kMaxBlockDim[1];
         break;
       case ACCEL_DEVICE_ATTR_MAX_BLOCK_DIM_Z:
-        v = 64;
+        v = kMaxBlockDim[2];
         break;
       case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_X:
-        v = 2147483647;
+        v = kMaxGridDim[0];
         break;
       case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Y:
-        v = 65535;
+        v = kMaxGridDim[1];
         break;
       case ACCEL_DEVICE_ATTR_MAX_GRID_DIM_Z:
-        v = 65535;
+        v = kMaxGridDim[2];
         break;
       case ACCEL_DEVICE_ATTR_SHARED_MEMORY_PER_BLOCK:
-        v = 48 * 1024;
+        v = static_cast<int64_t>(kSharedMemoryPerBlock);
         break;
       case ACCEL_DEVICE_ATTR_MULTIPROCESSOR_COUNT:
         v = kComputeUnits;

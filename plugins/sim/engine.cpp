@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <system_error>
 #include <utility>
 
@@ -80,6 +81,22 @@ void Stream::shutdown() {
   } else {
     worker_.join();
   }
+}
+
+void Stream::AlignedFree::operator()(void* p) const noexcept {
+  ::operator delete (p, std::align_val_t{kLocalAlignment});
+}
+
+void* Stream::worker_scratch(size_t bytes) {
+  if (target_) return target_->worker_scratch(bytes);
+  if (bytes <= scratch_bytes_) return scratch_.get();
+  scratch_.reset();  // release the old one first: the peak is the new size
+  scratch_bytes_ = 0;
+  void* p = ::operator new (bytes, std::align_val_t{kLocalAlignment}, std::nothrow);
+  if (p == nullptr) return nullptr;
+  scratch_.reset(p);
+  scratch_bytes_ = bytes;
+  return p;
 }
 
 void Stream::run_task(Task& task) {

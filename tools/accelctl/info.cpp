@@ -147,6 +147,7 @@ std::vector<std::string> capability_words(uint32_t caps) {
       {ACCEL_CAP_HOST_MEMORY, "host_memory"},
       {ACCEL_CAP_PEER_COPY, "peer_copy"},
       {ACCEL_CAP_DEVICE_ATTRIBUTES, "device_attributes"},
+      {ACCEL_CAP_MODULES, "modules"},
   };
   std::vector<std::string> words;
   uint32_t known = 0;
