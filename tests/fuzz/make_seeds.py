@@ -19,7 +19,7 @@ stream_device stream_priority host_func event_create event_destroy event_record
 event_query event_sync event_elapsed event_device malloc free memcpy memset mem_info
 memory_stats reset_peak properties backend_info names verify thread
 malloc_async free_async free_ordered record_stream empty_cache stats_list snapshot history
-gate release_gates""".split()
+gate release_gates module_load module_unload launch""".split()
 OP = {name: i for i, name in enumerate(OPS)}
 
 
@@ -228,6 +228,26 @@ SEEDS = {
         op("empty_cache", DEV_N),
         op("empty_cache", dev(0)),
         op("history", 0),
+    ]),
+    # Modules: the real sim image, one cut short, garbage, options sim
+    # refuses; launches of `empty` (right and wrong argument counts, a bad
+    # config, the 2^96-block grid) and of vector_add with too few arguments;
+    # unloads, then a dead module and a dead kernel.
+    "seed-modules": b"".join([
+        op("module_load", 1, 0, 1, 1, 1),                 # the real image
+        op("module_load", 1, 2, u32(5000), 1, 1, 1),      # cut at 5000 bytes
+        op("module_load", 2, 4, 9, 0, 1, 1, 1),           # garbage, then real
+        op("module_load", 1, 0, 0, 1, 1),                 # options "-O2"
+        op("module_load", 1, 5, 1, 1, 1),                 # OpenCL C on sim
+        op("launch", 0, 0, 5, 2, 1, 0, 0, 2, 3, 0, 0, 3, 0, 0),   # empty, ok
+        op("launch", 0, 0, 5, 0, 1, 2, 3, 0, 0, 3, 0, 0),        # grid 0
+        op("launch", 0, 0, 5, 1, 2, 0, 0, 0, 3, 0, 0),           # 2^96 blocks
+        op("launch", 0, 0, 0, 3, 2, 1, 0, 0, 2, 0, 0, 0, 3, 0, 0),  # struct_size
+        op("launch", 0, 0, 5, 2, 0, 0, 0, 0, 2, 3, 0, 0, 3, 0, 1, 0, 0, 1, 2),  # 1 arg
+        op("launch", 4, 0, 5, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 2, 0, 1, 1, 3, 0, 0, 0),
+        op("module_unload", 1, 0),
+        op("module_unload", 0, 1, 0),
+        op("launch", 6, 0, 5, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0),  # dead kernel
     ]),
     # struct_size around every boundary.
     "seed-structs": b"".join([
