@@ -75,6 +75,20 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
                                               X(zeDeviceGetModuleProperties)                      \
                                                   X(zeDeviceGetMemoryAccessProperties)
 
+// Required too: modules and kernels (modules.cpp, launch.cpp), core API
+// since Level Zero 1.0.
+#define ACCEL_ZE_MODULE_CALLS(X) \
+  X(zeModuleCreate)              \
+  X(zeModuleDestroy)             \
+  X(zeModuleBuildLogGetString)   \
+  X(zeModuleBuildLogDestroy)     \
+  X(zeKernelCreate)              \
+  X(zeKernelDestroy)             \
+  X(zeKernelGetProperties)       \
+  X(zeKernelSetGroupSize)        \
+  X(zeKernelSetArgumentValue)    \
+  X(zeCommandListAppendLaunchKernel)
+
 // Entry points used only when the loader has them.
 #define ACCEL_ZE_OPTIONAL(X)     \
   X(zeDevicePciGetPropertiesExt) \
@@ -85,6 +99,7 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 struct Loader {
 #define ACCEL_ZE_MEMBER(fn) decltype(&::fn) fn = nullptr;
   ACCEL_ZE_REQUIRED(ACCEL_ZE_MEMBER)
+  ACCEL_ZE_MODULE_CALLS(ACCEL_ZE_MEMBER)
   ACCEL_ZE_OPTIONAL(ACCEL_ZE_MEMBER)
 #undef ACCEL_ZE_MEMBER
   PfnInitDrivers zeInitDrivers = nullptr;
@@ -206,6 +221,14 @@ accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 // counting calls it when it left no Level Zero state behind.
 void declare_discovery_fork_safe() noexcept;
 
+// Whether the loader may hand out its own wrappers of driver handles (its
+// intercept mode: ZE_ENABLE_LOADER_INTERCEPT=1, or more than one driver
+// loaded; count.cpp). The loader then returns the build log of a *failed*
+// zeModuleCreate unwrapped (loader 1.8 and later: it converts the handles
+// only on success), and reading or destroying that log through the loader
+// would use a driver object as a loader one (modules.cpp does neither).
+bool loader_may_intercept() noexcept;
+
 // ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
 
 // A new in-order immediate list on dev's compute queue group (streams.cpp).
@@ -300,6 +323,31 @@ void hostfn_stop_worker(Stream* s);
 // never can).
 accel_status_t can_access_peer(Device* device, Device* peer, bool* yes);
 
+// ---- modules and kernels (modules.cpp, launch.cpp) ---------------------------
+
+// A zeModuleCreate module of one device (the driver's context).
+struct Module {
+  Device* dev = nullptr;
+  ze_module_handle_t handle = nullptr;
+};
+
+// A zeKernelCreate kernel and what launches check, read once at creation.
+struct Kernel {
+  Module* module = nullptr;
+  Device* dev = nullptr;
+  ze_kernel_handle_t handle = nullptr;
+  std::string name;
+  ze_kernel_properties_t props{};           // zeKernelGetProperties
+  ze_device_compute_properties_t limits{};  // zeDeviceGetComputeProperties of dev
+  // Level Zero keeps a launch's group size and arguments in the kernel
+  // object (zeKernelSetGroupSize, zeKernelSetArgumentValue), captured by
+  // zeCommandListAppendLaunchKernel, and forbids calling the setters from
+  // two threads at once: a launch holds this from its first set to its
+  // append, so launches of one kernel from any threads and streams never
+  // mix their arguments.
+  std::mutex launch_mu;
+};
+
 // ---- the vtable's operations -------------------------------------------------
 
 // Every vtable member, op_<member>, wired in plugin.cpp. Each body runs
@@ -315,6 +363,7 @@ ACCEL_BACKEND_NO_OP(set_current_device)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
-ACCEL_BACKEND_NO_MODULE_OPS
+// The ABI 1.2 modules group (modules.cpp, launch.cpp).
+ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::level_zero

@@ -5,6 +5,9 @@
 #include "backend.hpp"
 
 #include <glob.h>
+#include <sys/auxv.h>
+
+#include <cstring>
 
 namespace accel::level_zero {
 
@@ -16,7 +19,8 @@ namespace {
 
 // Written under the core's discovery lock by the first device_count.
 bool g_counted = false;
-std::string g_reason;  // why no device was found
+std::string g_reason;         // why no device was found
+size_t g_loader_drivers = 0;  // drivers zeDriverGet / zeInitDrivers returned
 
 // zeInitDrivers (loader 1.18+) where the loader has it, else zeInit: both
 // load the drivers named by ZE_ENABLE_ALT_DRIVERS or the known ones. On
@@ -161,6 +165,7 @@ void count_once() {
              : std::string());
     return;
   }
+  g_loader_drivers = handles.size();
   std::vector<std::string> skipped;
   for (ze_driver_handle_t h : handles) {
     uint32_t n = 0;
@@ -206,6 +211,18 @@ void count_once() {
 }
 
 }  // namespace
+
+// The loader decides from the drivers it loaded (the plugin sees them as
+// zeDriverGet's count) and from ZE_ENABLE_LOADER_INTERCEPT, which it reads
+// with plain getenv. The plugin reads it through the host (secure_getenv),
+// which hides it in setuid and setgid processes (AT_SECURE): there the
+// answer is "may intercept".
+bool loader_may_intercept() noexcept {
+  if (g_loader_drivers > 1) return true;
+  if (getauxval(AT_SECURE) != 0) return true;
+  const char* v = accel::plugin::env("ZE_ENABLE_LOADER_INTERCEPT");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
 
 accel_status_t op_init() {
   return guarded("init", [&] { return load_library(); });

@@ -24,6 +24,7 @@ accel::plugin::VendorLibrary g_library;
 const accel::plugin::Symbol kSymbols[] = {
     // clang-format off
     ACCEL_ZE_REQUIRED(ACCEL_ZE_SYMBOL)
+    ACCEL_ZE_MODULE_CALLS(ACCEL_ZE_SYMBOL)
     ACCEL_ZE_OPTIONAL(ACCEL_ZE_OPTIONAL_SYMBOL)
     // clang-format on
     // Newer than the 1.8 headers: declared in backend.hpp, used when present.

@@ -34,10 +34,19 @@
 //    what the validation layer reports; a real device would fault).
 //    zeMemGetAllocProperties tells host, device and unknown memory apart.
 //  - Devices report compute, memory-access, cache and module properties of
-//    a modelled part (sub-groups 8/16/32, one 16 MiB last-level cache,
-//    FP16 and FP64; FAKE_ZE_FP64=0 / FAKE_ZE_FP16=0 drop those module flags).
+//    a modelled part (sub-groups 8/16/32, 1024 work-items per group, 2^30
+//    groups per dimension, 64 KiB of local memory, one 16 MiB last-level
+//    cache, SPIR-V 1.2, FP16 and FP64; FAKE_ZE_FP64=0 / FAKE_ZE_FP16=0 drop
+//    those module flags, FAKE_ZE_SPIRV=0 reports no SPIR-V version,
+//    FAKE_ZE_MAX_GROUP_SIZE_Z=N lowers maxGroupSizeZ).
+//  - Modules from SPIR-V, build logs, kernels and launches
+//    (fake_ze_module.cpp has the model): the kernels of
+//    kernels/accel_kernels.cl run on the host (fake_ze_kernels.cpp), in order
+//    with the list's other commands.
 //  - fake_ze_live_command_lists() (exported, for tests that dlopen this
-//    driver) counts the command lists created and not yet destroyed.
+//    driver) counts the command lists created and not yet destroyed;
+//    fake_ze_kernel_faults() and fake_ze_kernel_races() count launches that
+//    touched unreachable memory and kernels set from two threads at once.
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_api.h>
@@ -45,6 +54,7 @@
 #include <level_zero/zet_api.h>
 #include <level_zero/zet_ddi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -57,83 +67,27 @@
 #include <unordered_set>
 #include <vector>
 
-#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+#include "fake_ze.hpp"
 
-namespace {
+namespace fake_ze {
 
-constexpr uint32_t kDriverMagic = 0x5a45d001, kDeviceMagic = 0x5a45de01, kContextMagic = 0x5a45c001,
-                   kListMagic = 0x5a451101, kPoolMagic = 0x5a45b001, kEventMagic = 0x5a45e001,
-                   kMemMagic = 0x5a45a001;
-constexpr uint32_t kTimestampBits = 40;
-constexpr uint64_t kTimestampMask = (1ull << kTimestampBits) - 1;
-
-struct FakeDevice {
-  uint32_t magic = kDeviceMagic;
-  uint32_t index = 0;
-  uint64_t memory = 0;
-  uint64_t used = 0;  // guarded by g_mu
-};
-
-struct FakeDriver {
-  uint32_t magic = kDriverMagic;
-  std::vector<FakeDevice*> devices;
-};
-
-struct FakeContext {
-  uint32_t magic = kContextMagic;
-  FakeDriver* driver = nullptr;
-};
-
-struct FakePool;
-struct FakeEvent {
-  uint32_t magic = kEventMagic;
-  FakePool* pool = nullptr;
-  uint32_t index = 0;
-  bool signalled = false;  // guarded by g_mu
-  ze_kernel_timestamp_result_t ts{};
-};
-
-struct FakePool {
-  uint32_t magic = kPoolMagic;
-  uint32_t count = 0;
-  bool timestamps = false;
-  uint32_t live_events = 0;  // guarded by g_mu
-};
-
-struct Cmd {
-  enum Kind { Copy, Fill, Signal, Barrier } kind = Copy;
-  void* dst = nullptr;
-  const void* src = nullptr;
-  size_t bytes = 0;
-  std::vector<unsigned char> pattern;
-  FakeEvent* signal = nullptr;
-  std::vector<FakeEvent*> waits;
-};
-
-struct FakeList {
-  uint32_t magic = kListMagic;
-  FakeDevice* dev = nullptr;
-  FakeContext* ctx = nullptr;
-  std::deque<Cmd> queue;  // guarded by g_mu
-  bool running = false;   // a command is being executed
-  bool stop = false;
-  std::thread worker;
-};
-
-struct Allocation {
-  size_t bytes;
-  FakeDevice* dev;  // null: host memory (zeMemAllocHost)
-  FakeContext* ctx;
-  uint64_t id;
-};
-
-// One lock and one condition variable for all state: events, queues, memory.
-// Heap-allocated and never destroyed (threads may run during exit).
 std::mutex& g_mu = *new std::mutex();
 std::condition_variable& g_cv = *new std::condition_variable();
 std::map<uintptr_t, Allocation>& g_allocs = *new std::map<uintptr_t, Allocation>();
+bool g_peer = true;
+uint32_t g_max_group_size_z = kMaxGroupSizeXY;
+uint32_t g_spirv_version = ZE_MAKE_VERSION(1, 2);
+
+}  // namespace fake_ze
+
+using namespace fake_ze;
+
+namespace {
+
+constexpr uint32_t kTimestampBits = 40;
+constexpr uint64_t kTimestampMask = (1ull << kTimestampBits) - 1;
+
 FakeDriver* g_driver = nullptr;
-bool g_peer = true;                 // FAKE_ZE_PEER: devices reach each other's memory
 bool g_fp64 = true, g_fp16 = true;  // FAKE_ZE_FP64, FAKE_ZE_FP16
 uint64_t g_next_alloc_id = 1;       // guarded by g_mu
 int g_live_lists = 0;               // guarded by g_mu
@@ -143,14 +97,6 @@ int g_live_lists = 0;               // guarded by g_mu
 // point at them, so LeakSanitizer reports only what a client really leaked.
 std::mutex& g_live_mu = *new std::mutex();
 std::unordered_set<const void*>& g_live = *new std::unordered_set<const void*>();
-void born(const void* p) {
-  std::lock_guard lock(g_live_mu);
-  g_live.insert(p);
-}
-void died(const void* p) {
-  std::lock_guard lock(g_live_mu);
-  g_live.erase(p);
-}
 std::once_flag g_once;
 
 uint64_t now_ticks() {
@@ -175,6 +121,9 @@ void make_driver() {
   g_peer = env_u64("FAKE_ZE_PEER", 1) != 0;
   g_fp64 = env_u64("FAKE_ZE_FP64", 1) != 0;
   g_fp16 = env_u64("FAKE_ZE_FP16", 1) != 0;
+  g_max_group_size_z = static_cast<uint32_t>(std::clamp<uint64_t>(
+      env_u64("FAKE_ZE_MAX_GROUP_SIZE_Z", kMaxGroupSizeXY), 1, kMaxGroupSizeXY));
+  g_spirv_version = env_u64("FAKE_ZE_SPIRV", 1) != 0 ? ZE_MAKE_VERSION(1, 2) : 0;
   for (uint64_t i = 0; i < n && i < 64; ++i) {
     auto* dev = new FakeDevice();
     dev->index = static_cast<uint32_t>(i);
@@ -184,14 +133,19 @@ void make_driver() {
   g_driver = d;
 }
 
-template <class T>
-T* checked(void* h, uint32_t magic) {
-  auto* p = static_cast<T*>(h);
-  return p != nullptr && p->magic == magic ? p : nullptr;
+}  // namespace
+
+void fake_ze::born(const void* p) {
+  std::lock_guard lock(g_live_mu);
+  g_live.insert(p);
 }
 
-// The allocation containing p, or null; *overflow when p..p+bytes leaves it.
-const Allocation* find_alloc(const void* p, size_t bytes, bool* overflow) {
+void fake_ze::died(const void* p) {
+  std::lock_guard lock(g_live_mu);
+  g_live.erase(p);
+}
+
+const Allocation* fake_ze::find_alloc(const void* p, size_t bytes, bool* overflow) {
   *overflow = false;
   auto a = reinterpret_cast<uintptr_t>(p);
   auto it = g_allocs.upper_bound(a);
@@ -206,7 +160,7 @@ const Allocation* find_alloc(const void* p, size_t bytes, bool* overflow) {
 // memory the fake does not know is pageable host memory (reachable, as the
 // driver stages it), its own allocations must be of the list's context and
 // device memory of a device `dev` can access. Caller holds g_mu.
-ze_result_t check_access(FakeDevice* dev, FakeContext* ctx, const void* p, size_t bytes) {
+ze_result_t fake_ze::check_access(FakeDevice* dev, FakeContext* ctx, const void* p, size_t bytes) {
   bool over = false;
   const Allocation* a = find_alloc(p, bytes, &over);
   if (over) return ZE_RESULT_ERROR_INVALID_SIZE;
@@ -215,6 +169,8 @@ ze_result_t check_access(FakeDevice* dev, FakeContext* ctx, const void* p, size_
   if (a->dev != nullptr && a->dev != dev && !g_peer) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   return ZE_RESULT_SUCCESS;
 }
+
+namespace {
 
 // --- command lists --------------------------------------------------------
 
@@ -252,6 +208,8 @@ void worker_loop(FakeList* l) {
       auto* d = static_cast<unsigned char*>(c.dst);
       for (size_t i = 0; i < c.bytes; i += c.pattern.size())
         std::memcpy(d + i, c.pattern.data(), c.pattern.size());
+    } else if (c.kind == Cmd::Kernel) {
+      run_launch(l, *c.launch);
     }
     lock.lock();
     signal_event(c.signal, c.kind != Cmd::Signal, start, now_ticks());
@@ -260,8 +218,10 @@ void worker_loop(FakeList* l) {
   }
 }
 
-ze_result_t enqueue(ze_command_list_handle_t h, Cmd&& c, ze_event_handle_t signal, uint32_t nwait,
-                    ze_event_handle_t* waits) {
+}  // namespace
+
+ze_result_t fake_ze::enqueue(ze_command_list_handle_t h, Cmd&& c, ze_event_handle_t signal,
+                             uint32_t nwait, ze_event_handle_t* waits) {
   auto* l = checked<FakeList>(h, kListMagic);
   if (l == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (signal != nullptr) {
@@ -279,6 +239,8 @@ ze_result_t enqueue(ze_command_list_handle_t h, Cmd&& c, ze_event_handle_t signa
   g_cv.notify_all();
   return ZE_RESULT_SUCCESS;
 }
+
+namespace {
 
 // --- ze entry points ---------------------------------------------------------
 
@@ -383,10 +345,11 @@ ze_result_t fDeviceGetProperties(ze_device_handle_t h, ze_device_properties_t* p
 
 ze_result_t fDeviceGetComputeProperties(ze_device_handle_t h, ze_device_compute_properties_t* p) {
   if (checked<FakeDevice>(h, kDeviceMagic) == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  p->maxTotalGroupSize = 1024;
-  p->maxGroupSizeX = p->maxGroupSizeY = p->maxGroupSizeZ = 1024;
-  p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = 1u << 30;
-  p->maxSharedLocalMemory = 64 << 10;
+  p->maxTotalGroupSize = kMaxTotalGroupSize;
+  p->maxGroupSizeX = p->maxGroupSizeY = kMaxGroupSizeXY;
+  p->maxGroupSizeZ = g_max_group_size_z;
+  p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = kMaxGroupCount;
+  p->maxSharedLocalMemory = kMaxSharedLocalMemory;
   p->numSubGroupSizes = 3;
   p->subGroupSizes[0] = 8;
   p->subGroupSizes[1] = 16;
@@ -400,7 +363,7 @@ ze_result_t fDeviceGetModuleProperties(ze_device_handle_t h, ze_device_module_pr
   constexpr ze_device_fp_flags_t kFp =
       ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN | ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST |
       ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO | ZE_DEVICE_FP_FLAG_ROUND_TO_INF | ZE_DEVICE_FP_FLAG_FMA;
-  p->spirvVersionSupported = ZE_MAKE_VERSION(1, 2);
+  p->spirvVersionSupported = g_spirv_version;
   p->flags = ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS | ZE_DEVICE_MODULE_FLAG_DP4A |
              (g_fp16 ? ZE_DEVICE_MODULE_FLAG_FP16 : 0) | (g_fp64 ? ZE_DEVICE_MODULE_FLAG_FP64 : 0);
   // 0 unless the matching module flag is set, as the specification says.
@@ -536,7 +499,7 @@ ze_result_t fCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handl
   auto* l = new FakeList();
   l->dev = d;
   l->ctx = checked<FakeContext>(ctx, kContextMagic);
-  l->worker = std::thread(worker_loop, l);
+  l->worker = std::thread([l] { worker_loop(l); });  // a local closure: no exported instance
   born(l);
   {
     std::lock_guard lock(g_mu);
@@ -910,6 +873,7 @@ FAKE_EXPORT ze_result_t zeGetCommandListProcAddrTable(ze_api_version_t,
   t->pfnAppendSignalEvent = fAppendSignalEvent;
   t->pfnAppendWaitOnEvents = fAppendWaitOnEvents;
   t->pfnAppendBarrier = fAppendBarrier;
+  t->pfnAppendLaunchKernel = fAppendLaunchKernel;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -971,9 +935,6 @@ FAKE_EMPTY_TABLE(zeGetImageProcAddrTable, ze_image_dditable_t)
 FAKE_EMPTY_TABLE(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
 FAKE_EMPTY_TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t)
 FAKE_EMPTY_TABLE(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
-FAKE_EMPTY_TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t)
-FAKE_EMPTY_TABLE(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)
-FAKE_EMPTY_TABLE(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
 FAKE_EMPTY_TABLE(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)
 FAKE_EMPTY_TABLE(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)
 FAKE_EMPTY_TABLE(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)
