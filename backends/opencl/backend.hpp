@@ -92,6 +92,19 @@ struct Device {
   bool has_uuid = false;   // cl_khr_device_uuid
   std::string pci_bus_id;  // cl_khr_pci_bus_info, "" when unknown
 
+  // Modules and launches (describe_modules, modules.cpp): info queries at
+  // count time, so module_formats and the launch checks ask OpenCL nothing.
+  bool compiler = true;  // CL_DEVICE_COMPILER_AVAILABLE: OpenCL C builds here
+  bool pocl = false;     // a PoCL device: its binaries are checked before PoCL reads them
+  // SPIR-V: CL_DEVICE_IL_VERSION names it, with clCreateProgramWithIL (2.1+)
+  // or cl_khr_il_program's clCreateProgramWithILKHR (create_il_khr).
+  bool spirv = false;
+  clCreateProgramWithILKHR_fn create_il_khr = nullptr;
+  size_t max_work_item[3] = {1, 1, 1};  // CL_DEVICE_MAX_WORK_ITEM_SIZES
+  size_t max_work_group = 1;            // CL_DEVICE_MAX_WORK_GROUP_SIZE
+  cl_ulong local_mem = 0;               // CL_DEVICE_LOCAL_MEM_SIZE
+  cl_uint address_bits = 64;            // CL_DEVICE_ADDRESS_BITS: bounds a global size
+
   // Guarded by mu: the lazily created context, default stream, live streams.
   std::mutex mu;
   cl_context context = nullptr;
@@ -114,6 +127,8 @@ accel_status_t enumerate(std::vector<Device*>*& out) noexcept;
 // Fills the cached description of a newly listed device with info queries
 // only: no context is created (devices.cpp).
 void describe(Device* dev);
+// The part of it modules and launches need (modules.cpp; called by describe).
+void describe_modules(Device* dev, const std::string& platform_name);
 // Adds ACCEL_PLUGIN_CAP_STREAM_PRIORITIES to the vtable's capabilities;
 // called by enumeration when a listed device has cl_khr_priority_hints
 // (plugin.cpp).
@@ -164,8 +179,10 @@ struct Record {
   }
 };
 
+struct Launch;  // a kernel launch held back by a host gate (launch.cpp)
+
 struct Op {
-  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn } kind = Copy;
+  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn, KernelLaunch } kind = Copy;
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;
@@ -176,6 +193,8 @@ struct Op {
   // HostFn of the plugin's own steps: called instead of fn, with user_data,
   // when earlier work failed and fn is skipped (frees what fn would have).
   accel_host_fn discard = nullptr;
+  // KernelLaunch: the kernel, its sizes and a copy of the arguments.
+  std::shared_ptr<Launch> launch;
 };
 
 struct Stream {
@@ -251,11 +270,74 @@ accel_status_t hostfn_submit(Stream* s, const Op& op);
 // order on a worker; discard(data) instead when earlier work failed.
 accel_status_t stream_step(Stream* s, accel_host_fn fn, accel_host_fn discard, void* data);
 
+// launch.cpp
+// Submits a launch that was held back (Op::KernelLaunch). Caller holds s->mu.
+accel_status_t launch_submit(Stream* s, const Launch& launch);
+
 // events.cpp
 // Waits for `ev` to complete, even where clWaitForEvents returns early.
 accel_status_t wait_event(cl_event ev, const char* what);
 // Execution status as an answer: SUCCESS, NOT_READY, or BACKEND_FAILURE.
 accel_status_t event_state(cl_event ev, const char* what);
+
+// ---- modules and kernels (modules.cpp, pocl_binary.cpp, kernels.cpp, launch.cpp)
+//
+// A module is a cl_program built for one device in the device's context. A
+// kernel is a pool of cl_kernel objects of one name: OpenCL keeps argument
+// values in the kernel object and clSetKernelArg on one object from two
+// threads is not thread-safe, while accel passes arguments at launch and lets
+// two threads launch one kernel at once. Each launch therefore takes an idle
+// object from the pool (clCreateKernel when none is idle), sets every
+// argument, enqueues it (the enqueue captures the argument values) and puts
+// it back. README.md ("Modules and kernels") says why a pool and not one
+// object behind a lock.
+
+struct Module {
+  Device* dev = nullptr;
+  cl_program program = nullptr;  // one reference owned
+  accel_module_format_t format = ACCEL_MODULE_FORMAT_OPENCL_C;
+};
+
+struct Kernel {
+  Device* dev = nullptr;
+  cl_program program = nullptr;  // one reference owned: the pool grows from it
+  std::string name;
+  cl_uint num_args = 0;  // CL_KERNEL_NUM_ARGS
+  // kernel_get_params' answer, when the vendor has argument information.
+  bool params_known = false;
+  std::string params_missing;  // why not (for the NOT_SUPPORTED detail)
+  std::vector<accel_plugin_kernel_param_t> params;
+  // clGetKernelWorkGroupInfo at creation (before any argument is set, so the
+  // local memory is the kernel's own).
+  size_t work_group_size = 0;     // CL_KERNEL_WORK_GROUP_SIZE
+  size_t preferred_multiple = 0;  // CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
+  cl_ulong static_local = 0;      // CL_KERNEL_LOCAL_MEM_SIZE
+  cl_ulong private_mem = 0;       // CL_KERNEL_PRIVATE_MEM_SIZE
+  std::atomic<int> refs{1};       // the handle, plus one per held-back launch
+
+  // Objects no launch is using (each one reference): one in `spare`, taken
+  // and put back with one atomic exchange (the uncontended case: one thread
+  // launching), the others in `idle` under `mu`.
+  std::atomic<cl_kernel> spare{nullptr};
+  std::mutex mu;
+  std::vector<cl_kernel> idle;
+};
+
+// kernels.cpp
+// An idle kernel object of the pool (made with clCreateKernel when none is
+// idle), for one launch; give it back with kernel_release.
+accel_status_t kernel_acquire(Kernel* k, cl_kernel* out);
+void kernel_release(Kernel* k, cl_kernel obj);
+void kernel_ref(Kernel* k);
+void kernel_unref(Kernel* k);
+
+// pocl_binary.cpp
+// What is wrong with `size` bytes given as a native binary to a PoCL device,
+// "" when PoCL may read them. PoCL parses its own binary format ("poclbin")
+// without bounds checks and writes the files it contains into its cache
+// directory, so a truncated or forged binary would crash the process or
+// write outside the cache: the container is walked here first.
+std::string pocl_binary_problem(const unsigned char* data, size_t size, bool cpu_device);
 
 // ---- the operations, one per vtable member (wired in plugin.cpp) -----------
 
@@ -278,6 +360,9 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // host memory and peer copies (memory.cpp, devices.cpp), attributes
 // (devices.cpp).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
-ACCEL_BACKEND_NO_MODULE_OPS
+// ABI 1.2 modules and kernels: module_formats, module_load, module_unload
+// (modules.cpp, pocl_binary.cpp), kernel_create .. kernel_get_params
+// (kernels.cpp), launch_kernel (launch.cpp).
+ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::opencl
