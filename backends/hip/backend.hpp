@@ -14,6 +14,7 @@
 #include "accel/accel_plugin.h"
 #include "accel/accel_plugin_helpers.hpp"
 #include "../common/plugin_ops.hpp"
+#include "code_object.hpp"
 
 namespace accel::hip {
 
@@ -68,7 +69,21 @@ using accel::plugin::guarded;
 #define ACCEL_HIP_OPTIONAL_FUNCTIONS(X) \
   X(hipLaunchHostFunc)                  \
   X(hipDeviceGetUuid)                   \
-  X(hipRuntimeGetVersion)
+  X(hipRuntimeGetVersion)               \
+  ACCEL_HIP_MODULE_FUNCTIONS(X)
+
+// The module API (modules.cpp, launch.cpp), present in every HIP release but
+// resolved as optional: a runtime lacking any of it keeps its streams,
+// events and memory, and only loads no modules (module_formats answers no
+// format). hipFuncGetAttribute, not hipFuncGetAttributes: the latter takes
+// a host-side kernel stub (`const void*`), and HIP answers
+// hipErrorInvalidDeviceFunction for a module's hipFunction_t there.
+#define ACCEL_HIP_MODULE_FUNCTIONS(X) \
+  X(hipModuleLoadData)                \
+  X(hipModuleUnload)                  \
+  X(hipModuleGetFunction)             \
+  X(hipFuncGetAttribute)              \
+  X(hipModuleLaunchKernel)
 
 // The loaded runtime. Each member has the header's own type, so a prototype
 // that does not match the runtime's fails to compile.
@@ -91,6 +106,10 @@ struct Runtime {
 
 // Filled by load_runtime() in init; read-only afterwards.
 Runtime& runtime() noexcept;
+
+// Every entry point of ACCEL_HIP_MODULE_FUNCTIONS resolved; otherwise
+// false with `missing` naming the first absent one.
+bool module_api_present(const char*& missing) noexcept;
 
 // dlopen + symbol resolution, once (from init). ACCEL_ERROR_BACKEND_UNAVAILABLE
 // with the reason recorded when no runtime loads or one lacks an entry point.
@@ -165,6 +184,11 @@ int32_t device_count() noexcept;
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)") unless
 // device_index names a counted device.
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+// hipDeviceProp_t.gcnArchName with its feature suffixes
+// ("gfx90a:sramecc+:xnack-"), for messages; "" when the runtime cannot tell
+// (the failure is recorded as the thread's error detail). May throw
+// std::bad_alloc.
+std::string gcn_arch_name(int32_t device);
 
 // Makes `device` the calling thread's HIP device for the scope and restores
 // the caller's device afterwards, so an operation on a stream, event or
@@ -186,6 +210,37 @@ class DeviceScope {
 inline Stream* stream_of(accel_plugin_stream_t s) noexcept { return static_cast<Stream*>(s); }
 inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Event*>(e); }
 
+// --- modules and kernels (modules.cpp, launch.cpp) ---------------------------
+
+// A hipModule_t loaded on `device` from an AMD code object, with the kernel
+// metadata read from the image at load time (HIP has no API for parameters).
+// Immutable after module_load; freed by module_unload once the core has
+// destroyed its kernels.
+struct Module {
+  int32_t device = 0;
+  hipModule_t native = nullptr;
+  KernelMetadataSet metadata;
+};
+
+// A hipFunction_t of a module (owned by the module: nothing to free in HIP)
+// with what launches need, read once by kernel_create. Immutable afterwards,
+// so any number of threads may launch it at once.
+struct Kernel {
+  Module* module = nullptr;
+  hipFunction_t native = nullptr;
+  std::string name;
+  const KernelMetadata* params = nullptr;  // in module->metadata; NULL: unknown
+  int64_t static_shared_bytes = 0;         // HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+};
+
+inline Module* module_of(accel_plugin_module_t m) noexcept { return static_cast<Module*>(m); }
+inline Kernel* kernel_of(accel_plugin_kernel_t k) noexcept { return static_cast<Kernel*>(k); }
+
+// hipFuncGetAttribute(attrib) of `k` on its device (which the caller made
+// current), as a status with the detail recorded.
+accel_status_t kernel_attribute(const Kernel& k, hipFunction_attribute attrib, const char* what,
+                                int& value);
+
 // --- the operations (one op_<member> per vtable member) ----------------------
 
 // device_synchronize (devices.cpp), streams (streams.cpp), host functions
@@ -196,6 +251,8 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // host memory and peer copies (memory.cpp, devices.cpp), device attributes
 // (devices.cpp).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
-ACCEL_BACKEND_NO_MODULE_OPS
+// The ABI 1.2 modules group: formats, loading, kernels and their attributes
+// and parameters (modules.cpp), launches (launch.cpp).
+ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::hip

@@ -235,6 +235,15 @@ accel_status_t op_device_synchronize(int32_t device) {
   });
 }
 
+std::string gcn_arch_name(int32_t device) {
+  Properties props;
+  if (props.read(device) != ACCEL_SUCCESS) return {};
+  const hipDeviceProp_t* p = props.get();
+  char arch[sizeof p->gcnArchName + 1];
+  copy_string(arch, sizeof arch, p->gcnArchName, sizeof p->gcnArchName);
+  return arch;
+}
+
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
   return guarded("get_device_properties", [&]() -> accel_status_t {
     Device* d;

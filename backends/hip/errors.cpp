@@ -44,6 +44,22 @@ const char* builtin_name(hipError_t code) noexcept {
       return "hipErrorHostMemoryNotRegistered";
     case hipErrorNotSupported:
       return "hipErrorNotSupported";
+    case hipErrorInvalidConfiguration:
+      return "hipErrorInvalidConfiguration";
+    case hipErrorInvalidDeviceFunction:
+      return "hipErrorInvalidDeviceFunction";
+    case hipErrorInvalidImage:
+      return "hipErrorInvalidImage";
+    case hipErrorNoBinaryForGpu:
+      return "hipErrorNoBinaryForGpu";
+    case hipErrorInvalidKernelFile:
+      return "hipErrorInvalidKernelFile";
+    case hipErrorSharedObjectInitFailed:
+      return "hipErrorSharedObjectInitFailed";
+    case hipErrorNotFound:
+      return "hipErrorNotFound";
+    case hipErrorLaunchOutOfResources:
+      return "hipErrorLaunchOutOfResources";
     default:
       return "hipErrorUnknown";
   }

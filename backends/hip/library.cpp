@@ -31,6 +31,18 @@ std::string link_map_file(void* handle) {
 
 Runtime& runtime() noexcept { return g_runtime; }
 
+bool module_api_present(const char*& missing) noexcept {
+  const Runtime& rt = g_runtime;
+#define ACCEL_HIP_MODULE_PRESENT(fn) \
+  if (rt.fn == nullptr) {            \
+    missing = #fn;                   \
+    return false;                    \
+  }
+  ACCEL_HIP_MODULE_FUNCTIONS(ACCEL_HIP_MODULE_PRESENT)
+#undef ACCEL_HIP_MODULE_PRESENT
+  return true;
+}
+
 accel_status_t load_runtime() {
   Runtime& rt = g_runtime;
   if (rt.loaded) return ACCEL_SUCCESS;

@@ -36,6 +36,9 @@
 //    GCD of an MI250 (gfx90a:sramecc+:xnack-, 104 CUs, 1700 MHz, 4096-bit
 //    HBM2e, 8 MiB L2, 64 KiB LDS, wavefront 64); attributes HIP answers with
 //    hipErrorInvalidValue on AMD are answered so here too.
+//  - modules and kernels (fake_hip_modules.cpp): AMD code objects read from
+//    their ELF, kernels found by their descriptors, launches of the shared
+//    kernels run on the host (fake_hip_kernels.cpp) in stream order.
 // Built twice: libamdhip64.so (a ROCm 6 runtime with 6.2's visibility rules;
 // it reports version 6.0.32830, which tests check) and, with
 // FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc
@@ -46,8 +49,11 @@
 // initialised the fake in this process; fake_hip_live_streams() counts the
 // streams created and not destroyed; fake_hip_host_allocations() and
 // fake_hip_registered_ranges() count live hipHostMalloc allocations and
-// hipHostRegister ranges.
+// hipHostRegister ranges; fake_hip_live_modules(), fake_hip_kernels_run(),
+// fake_hip_kernel_faults() and fake_hip_last_arg_bytes() (fake_hip_modules.cpp).
 #include <hip/hip_runtime_api.h>
+
+#include "fake_hip_internal.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -444,6 +450,33 @@ bool is_device_pointer(const void* p) { return is_device_range(p, 1); }
 
 }  // namespace
 
+// --- what the other files of the fake use (fake_hip_internal.hpp) -----------
+
+namespace fake_hip {
+
+hipError_t initialise() { return begin(); }
+
+int current_device() { return t_device; }
+
+ihipStream_t* stream_of(hipStream_t handle) { return resolve(handle); }
+
+int device_of(const ihipStream_t* stream) { return stream->device; }
+
+void enqueue(ihipStream_t* stream, std::function<void()> work) { submit(stream, std::move(work)); }
+
+bool kernel_accessible(const void* p, size_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (find_range(p, bytes) != nullptr) return true;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  auto it = s.host_allocs.upper_bound(addr);
+  if (it == s.host_allocs.begin()) return false;
+  --it;
+  return addr - it->first <= it->second && bytes <= it->second - (addr - it->first);
+}
+
+}  // namespace fake_hip
+
 // --- errors ---------------------------------------------------------------
 
 FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
@@ -476,6 +509,16 @@ FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
       return "hipErrorHostMemoryAlreadyRegistered";
     case hipErrorHostMemoryNotRegistered:
       return "hipErrorHostMemoryNotRegistered";
+    case hipErrorInvalidConfiguration:
+      return "hipErrorInvalidConfiguration";
+    case hipErrorInvalidImage:
+      return "hipErrorInvalidImage";
+    case hipErrorNoBinaryForGpu:
+      return "hipErrorNoBinaryForGpu";
+    case hipErrorNotFound:
+      return "hipErrorNotFound";
+    case hipErrorNotSupported:
+      return "hipErrorNotSupported";
     default:
       return "hipErrorUnknown";
   }
@@ -511,6 +554,16 @@ FAKE_EXPORT const char* hipGetErrorString(hipError_t e) {
       return "part or all of the requested memory range is already mapped";
     case hipErrorHostMemoryNotRegistered:
       return "pointer does not correspond to a registered memory region";
+    case hipErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case hipErrorInvalidImage:
+      return "device kernel image is invalid";
+    case hipErrorNoBinaryForGpu:
+      return "no kernel image is available for execution on the device";
+    case hipErrorNotFound:
+      return "named symbol not found";
+    case hipErrorNotSupported:
+      return "operation not supported";
     default:
       return "unknown error";
   }
