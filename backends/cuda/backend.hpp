@@ -29,7 +29,9 @@ using accel::plugin::guarded;
 
 // The oldest driver the plugin accepts: 11.4 (cuDeviceGetUuid_v2,
 // cuLaunchHostFunc, stream priorities, and the _v2 memory API). Everything
-// in the table below is older than that (cuStreamGetCtx: 9.2).
+// in the table below is older than that (cuStreamGetCtx: 9.2,
+// cuFuncSetAttribute: 9.0). cuFuncGetParamInfo (12.4) is optional: see
+// Driver.
 constexpr int kMinDriverVersion = 11040;
 
 // X(name, compat): `name` as cuda.h spells it (cuda.h may map it to a
@@ -80,15 +82,33 @@ constexpr int kMinDriverVersion = 11040;
   X(cuMemHostUnregister, nullptr)             \
   X(cuDeviceCanAccessPeer, nullptr)           \
   X(cuCtxEnablePeerAccess, nullptr)           \
-  X(cuMemcpyPeerAsync, nullptr)
+  X(cuMemcpyPeerAsync, nullptr)               \
+  X(cuModuleLoadDataEx, nullptr)              \
+  X(cuModuleUnload, nullptr)                  \
+  X(cuModuleGetFunction, nullptr)             \
+  X(cuFuncGetAttribute, nullptr)              \
+  X(cuFuncSetAttribute, nullptr)              \
+  X(cuLaunchKernel, nullptr)
+
+// cuFuncGetParamInfo as the CUDA 12.4 Driver API reference declares it
+// (spelled out, so the plugin also builds against an older cuda.h).
+using FuncGetParamInfoFn = CUresult (*)(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                                        size_t* paramSize);
+
+// The first driver with cuFuncGetParamInfo.
+constexpr int kParamInfoDriverVersion = 12040;
 
 // Written once by op_init (under the core's discovery lock), read-only after.
 struct Driver {
   std::string path;            // what was dlopen()ed
   bool explicit_path = false;  // from ACCEL_CUDA_DRIVER
+  int version = 0;             // cuDriverGetVersion
 #define ACCEL_CUDA_MEMBER(name, compat) decltype(&::name) name = nullptr;
   ACCEL_CUDA_DRIVER_FUNCTIONS(ACCEL_CUDA_MEMBER)
 #undef ACCEL_CUDA_MEMBER
+  // Optional: NULL on drivers older than 12.4 (kernel_get_params then
+  // answers ACCEL_ERROR_NOT_SUPPORTED and arguments go unchecked).
+  FuncGetParamInfoFn cuFuncGetParamInfo = nullptr;
 };
 
 // The loaded driver; complete once open_driver() succeeded.
@@ -162,6 +182,16 @@ struct Event {
   CUevent handle = nullptr;
 };
 
+// What a launch is checked against (cuDeviceGetAttribute), read once per
+// device by device_limits().
+struct DeviceLimits {
+  int max_grid[3] = {0, 0, 0};   // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z
+  int max_block[3] = {0, 0, 0};  // CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X/Y/Z
+  int warp_size = 0;             // CU_DEVICE_ATTRIBUTE_WARP_SIZE
+  int shared_per_block = 0;      // ..._MAX_SHARED_MEMORY_PER_BLOCK: without opt-in (48 KiB)
+  int shared_optin = 0;          // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: the most a block gets
+};
+
 // One device, made by op_lazy_init; never freed (live until exit, like the
 // plugin).
 struct Device {
@@ -171,6 +201,11 @@ struct Device {
   std::atomic<CUcontext> ctx{nullptr};
   CUresult retain_rc = CUDA_SUCCESS;
   Stream default_stream;  // handed to the core, never destroyed
+  // Launch limits, queried on first use (launch.cpp).
+  std::once_flag limits_once;
+  DeviceLimits limits;
+  CUresult limits_rc = CUDA_SUCCESS;
+  const char* limits_failed = nullptr;  // the attribute whose query failed
 };
 
 // The device of an index the core has already validated; checked again
@@ -215,6 +250,36 @@ class CtxScope {
 inline Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
 inline Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); }
 
+// ---- modules and kernels (modules.cpp, launch.cpp) --------------------------
+
+// A loaded module: a CUmodule of the device's primary context.
+struct Module {
+  int32_t device = 0;
+  CUmodule handle = nullptr;
+};
+
+// A kernel: its CUfunction (owned by the module) and what every launch
+// needs without asking the driver again.
+struct Kernel {
+  int32_t device = 0;
+  CUfunction fn = nullptr;
+  std::string name;
+  int static_shared = 0;  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as the driver has it:
+  // read at creation, only ever raised (under opt_in_mutex), so a launch
+  // that finds it large enough needs no lock and two threads launching at
+  // once never lower each other's limit.
+  std::atomic<int> dynamic_limit{0};
+  std::mutex opt_in_mutex;
+};
+
+inline Module* as_module(accel_plugin_module_t m) { return static_cast<Module*>(m); }
+inline Kernel* as_kernel(accel_plugin_kernel_t k) { return static_cast<Kernel*>(k); }
+
+// The device's launch limits, queried once (thread-safe). Fails with the
+// driver's error when an attribute cannot be read.
+accel_status_t device_limits(int32_t device, const DeviceLimits*& out) noexcept;
+
 // ---- the vtable (plugin.cpp) ------------------------------------------------
 
 // Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE: counting ran no CUDA code.
@@ -226,12 +291,15 @@ void declare_discovery_fork_safe() noexcept;
 // device_synchronize, the device's native handle, peer access, attributes
 // and capability; library.cpp: runtime_version; streams.cpp (with stream
 // native handles and streams from native ones), events.cpp, hostfn.cpp,
-// memory.cpp (with pinned host memory and peer copies): the rest.
+// memory.cpp (with pinned host memory and peer copies); modules.cpp
+// (module_formats .. kernel_get_params) and launch.cpp (launch_kernel):
+// the rest.
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes):
 // all four, in full.
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
-ACCEL_BACKEND_NO_MODULE_OPS
+// The ABI 1.2 modules group, in full.
+ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 
 }  // namespace accel::cuda

@@ -60,6 +60,26 @@ int resolve_entry_points(GetProcAddressFn gpa, std::string& missing) {
   return from_gpa;
 }
 
+// cuFuncGetParamInfo (CUDA 12.4), optional: nothing on an older driver
+// (the symbol cannot be there). Where the driver has cuGetProcAddress its
+// answer decides (it knows every entry point of its driver, so "not found"
+// means absent); only without it is dlsym asked.
+void resolve_param_info(GetProcAddressFn gpa, int version) {
+  Driver& d = g_driver;
+  if (version < kParamInfoDriverVersion) return;
+  void* fn = nullptr;
+  if (gpa != nullptr) {
+    CUdriverProcAddressQueryResult found{};
+    const int asked =
+        CUDA_VERSION > kParamInfoDriverVersion ? CUDA_VERSION : kParamInfoDriverVersion;
+    if (gpa("cuFuncGetParamInfo", &fn, asked, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS)
+      fn = nullptr;
+  } else {
+    fn = dlsym(g_library.handle(), "cuFuncGetParamInfo");
+  }
+  plugin::symbol("cuFuncGetParamInfo", &d.cuFuncGetParamInfo).store(&d.cuFuncGetParamInfo, fn);
+}
+
 }  // namespace
 
 Driver& driver() noexcept { return g_driver; }
@@ -106,12 +126,19 @@ accel_status_t open_driver() {
                 d.path.c_str(), version_text(version).c_str(),
                 version_text(kMinDriverVersion).c_str());
 
+  d.version = version;
   std::string missing;
   const int from_gpa = resolve_entry_points(gpa, missing);
   if (!missing.empty())
     return fail(ACCEL_ERROR_BACKEND_UNAVAILABLE,
                 "the CUDA driver '%s' (CUDA %s) lacks entry points this plugin needs: %s",
                 d.path.c_str(), version_text(version).c_str(), missing.c_str());
+  resolve_param_info(gpa, version);
+  if (d.cuFuncGetParamInfo == nullptr)
+    plugin::log(ACCEL_LOG_DEBUG,
+                "the CUDA driver (CUDA %s) has no cuFuncGetParamInfo (CUDA 12.4+): kernel "
+                "arguments are not checked before launch",
+                version_text(version).c_str());
   plugin::log(ACCEL_LOG_DEBUG, "loaded CUDA driver '%s' (CUDA %s); %d entry points through %s",
               d.path.c_str(), version_text(version).c_str(), from_gpa,
               gpa != nullptr ? "cuGetProcAddress (rest dlsym)" : "dlsym");

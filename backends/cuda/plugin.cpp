@@ -1,12 +1,14 @@
 // The vtable of the CUDA backend and its entry point; the operations live in
-// count.cpp, library.cpp, devices.cpp, streams.cpp, events.cpp, hostfn.cpp
-// and memory.cpp.
+// count.cpp, library.cpp, devices.cpp, streams.cpp, events.cpp, hostfn.cpp,
+// memory.cpp, modules.cpp and launch.cpp.
 //
 // Capabilities: NATIVE_CURRENT_DEVICE, TIMING_EVENTS, HOST_FUNCTIONS,
 // STREAM_PRIORITIES, CROSS_DEVICE_WAIT; DISCOVERY_FORK_SAFE added by
 // op_device_count when counting ran no cuInit. Not FORK_SAFE: once cuInit ran
 // in a process (lazy_init, or counting without NVML and /proc), a fork()ed
-// child cannot use CUDA.
+// child cannot use CUDA. The group bits (NATIVE_HANDLES, HOST_MEMORY,
+// PEER_COPY, DEVICE_ATTRIBUTES, MODULES) are set by the core from the
+// filled groups (plugin-abi rule 19).
 #include "backend.hpp"
 
 namespace accel::cuda {

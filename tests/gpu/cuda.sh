@@ -8,10 +8,15 @@
 # (tests/gpu/cuda_alloc.c: the cached accel_malloc + accel_free pair against
 # cuMemAlloc + cuMemFree and cuMemAllocAsync + cuMemFreeAsync called
 # directly, the allocator's statistics; again with
-# ACCEL_ALLOC_CONF=backend:native) and the benchmarks, where Google
-# Benchmark is installed. Needs the NVIDIA driver and cuda.h only (no
-# toolkit libraries, no nvcc). Well under 10 minutes, no network. Usage,
-# from anywhere:
+# ACCEL_ALLOC_CONF=backend:native), modules and kernels
+# (tests/gpu/cuda_kernels.c: the PTX of kernels/accel_kernels.cu loaded
+# through accel, vector_add, saxpy, reduce_sum and index_3d with results
+# checked, and the launch overhead of accel_launch_kernel against
+# cuLaunchKernel on the same CUstream, target <= 1.05x) and the benchmarks,
+# where Google Benchmark is installed. Needs the NVIDIA driver and cuda.h
+# (no toolkit libraries); nvcc, where installed (/usr/local/cuda/bin/nvcc),
+# makes the PTX at build time: without it the kernel checks say SKIPPED.
+# Well under 10 minutes, no network. Usage, from anywhere:
 #
 #   tests/gpu/cuda.sh            # build into <repo>/build-gpu, then run
 #   BUILD_DIR=/tmp/b JOBS=1 tests/gpu/cuda.sh
@@ -94,6 +99,13 @@ alloc="$build/cuda-alloc"
 $cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_alloc.c" \
   -o "$alloc" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl ||
   die "cannot build tests/gpu/cuda_alloc.c"
+kernels="$build/cuda-kernels"
+$cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_kernels.c" \
+  -o "$kernels" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl -lm ||
+  die "cannot build tests/gpu/cuda_kernels.c"
+# The PTX kernels/meson.build made with nvcc (absent without nvcc: the
+# program then says SKIPPED).
+ptx="$build/kernels/accel_kernels.ptx"
 echo "build: $(( $(date +%s) - start )) s"
 
 export ACCEL_PLUGIN_PATH="$build/backends/cuda"
@@ -124,6 +136,8 @@ run "allocator: cached pair vs cuMemAlloc/cuMemFree and cuMemAllocAsync/cuMemFre
   env ACCEL_BACKEND=cuda "$alloc"
 run "allocator with ACCEL_ALLOC_CONF=backend:native" \
   env ACCEL_BACKEND=cuda ACCEL_ALLOC_CONF=backend:native "$alloc"
+run "modules and kernels: results, launch overhead vs cuLaunchKernel" \
+  env ACCEL_BACKEND=cuda "$kernels" "$ptx"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
 # Google Benchmark programs (built when libbenchmark-dev is installed).
 # bench-alloc: the allocator pair and two threads (the fragmentation trace

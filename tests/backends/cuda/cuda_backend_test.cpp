@@ -552,11 +552,12 @@ TEST_CASE("entry points through dlsym when cuGetProcAddress finds nothing", "[dl
 // ---- ABI 1.1 over the fake driver: native handles, pinned memory, peers,
 // attributes ([interop]; [interop-no-peer] with FAKE_CUDA_PEER=0) -----------
 
-TEST_CASE("the four ABI 1.1 groups with every entry point through cuGetProcAddress", "[interop]") {
+TEST_CASE("the ABI 1.1 and 1.2 groups with every entry point through cuGetProcAddress",
+          "[interop]") {
   REQUIRE(accel_device_count() == 2);
   Info i = cuda_info();
   const uint32_t groups = ACCEL_CAP_NATIVE_HANDLES | ACCEL_CAP_HOST_MEMORY | ACCEL_CAP_PEER_COPY |
-                          ACCEL_CAP_DEVICE_ATTRIBUTES;
+                          ACCEL_CAP_DEVICE_ATTRIBUTES | ACCEL_CAP_MODULES;
   CHECK((i.caps & groups) == groups);
   // Every name the plugin asked for is in the fake's cuGetProcAddress table.
   CHECK(fake_count("proc_address_misses") == 0);

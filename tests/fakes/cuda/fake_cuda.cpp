@@ -10,8 +10,14 @@
 //                                model of NVIDIA's rules (see "visibility"; it
 //                                shares no code with the plugin, so comparing
 //                                the plugin's count with the fake's is a check)
-//   FAKE_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion answers (default 12080)
+//   FAKE_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion answers (default: the
+//                                CUDA_VERSION of the cuda.h the fake was built
+//                                with, so the driver loads the PTX that
+//                                toolkit's nvcc writes); it also decides the
+//                                newest PTX ISA cuModuleLoadDataEx takes
 //   FAKE_CUDA_PROC_ADDRESS=0     cuGetProcAddress finds nothing (dlsym path)
+//   FAKE_CUDA_PARAM_INFO=0       cuGetProcAddress does not know
+//                                cuFuncGetParamInfo (a driver older than 12.4)
 //   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
 //   FAKE_CUDA_PEER=0             the topology has no P2P path between any two
 //                                devices (default 1: every pair, NVLink-like):
@@ -43,11 +49,18 @@
 // answers an H100 SXM-like device (sm_90, 1980 MHz, 5120-bit bus, 50 MiB
 // L2; the SM count is 8 + the physical index, so devices differ).
 //
+// Modules and launches (cuModuleLoadDataEx, cuModuleGetFunction,
+// cuFuncGetAttribute/SetAttribute/GetParamInfo, cuLaunchKernel) live in
+// fake_modules.cpp: PTX is parsed for its entries and their parameters, and
+// a launch of a kernel the fake knows by name runs a host implementation on
+// the stream's worker (fake_kernels.cpp); see there.
+//
 // Test hook (not CUDA): fake_cuda_count(name) reads the model's counters
 // ("streams" live created streams, "host_allocations", "registered_ranges",
 // "peer_links", "pinned_copies", "pageable_copies", "peer_copies",
-// "proc_address_misses": names cuGetProcAddress did not know); -1 for an
-// unknown name.
+// "proc_address_misses": names cuGetProcAddress did not know, and
+// fake_modules.cpp's "modules", "kernel_launches", "dynamic_shared_opt_ins");
+// -1 for an unknown name.
 #include <cuda.h>
 #include <pthread.h>
 
@@ -67,6 +80,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_internal.hpp"
 #include "fake_model.hpp"
 
 using Clock = std::chrono::steady_clock;
@@ -137,8 +151,9 @@ struct Model {
   int physical = 0;
   std::once_flag visible_once;   // the first cuInit applies CUDA_VISIBLE_DEVICES
   std::vector<Device*> devices;  // visible ordinals, set by the first cuInit
-  int version = 12080;
+  int version = CUDA_VERSION;
   bool proc_address = true;
+  bool param_info = true;  // FAKE_CUDA_PARAM_INFO
   size_t memory = size_t{1024} << 20;
   std::mutex m;  // allocations, live handles
   std::map<uintptr_t, Allocation> allocations;
@@ -173,8 +188,9 @@ Model& model() {
   std::call_once(g_model_once, [] {
     auto* m = new Model();  // lives until exit, like a driver
     m->physical = fake_cuda::physical_devices();
-    m->version = env_int("FAKE_CUDA_DRIVER_VERSION", 12080);
+    m->version = env_int("FAKE_CUDA_DRIVER_VERSION", CUDA_VERSION);
     m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
+    m->param_info = env_int("FAKE_CUDA_PARAM_INFO", 1) != 0;
     m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
     m->peer = env_int("FAKE_CUDA_PEER", 1) != 0;
     pthread_atfork(nullptr, nullptr, after_fork_child);
@@ -446,9 +462,73 @@ const ErrorText kErrors[] = {
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
      "pointer does not correspond to a registered memory region"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
 };
 
 }  // namespace
+
+// --- services for fake_modules.cpp (fake_internal.hpp) ---------------------
+
+namespace fake_cuda {
+
+CUresult current_context(CUcontext* ctx) {
+  FAKE_CONTEXT();
+  *ctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+int context_device(CUcontext ctx) { return ctx->device; }
+
+CUresult stream_for_launch(CUstream stream, void** queue) {
+  CUstream_st* s = nullptr;
+  if (CUresult rc = resolve(stream, true, &s); rc != CUDA_SUCCESS) return rc;
+  *queue = s;
+  return CUDA_SUCCESS;
+}
+
+void enqueue(void* queue, std::function<void()> work) {
+  ::enqueue(static_cast<CUstream_st*>(queue), std::move(work));
+}
+
+bool kernel_can_access(CUcontext ctx, uintptr_t p, size_t bytes) {
+  if (bytes == 0) return true;
+  if (in_allocation_of(p, bytes, ctx->device)) return true;
+  if (host_pinned(reinterpret_cast<const void*>(p), bytes, ctx)) return true;
+  Model& m = model();
+  for (Device* d : m.devices) {
+    if (&d->ctx == ctx || !in_allocation_of(p, bytes, d->ctx.device)) continue;
+    std::lock_guard lock(m.m);
+    return m.peer_links.count({ctx, &d->ctx}) != 0;
+  }
+  return false;
+}
+
+int driver_version() { return model().version; }
+
+void track(const void* h) {
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  m.live.insert(h);
+}
+
+bool untrack(const void* h) {
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  return m.live.erase(h) != 0;
+}
+
+bool tracked(const void* h) { return is_live(h); }
+
+}  // namespace fake_cuda
 
 extern "C" {
 
@@ -1114,11 +1194,20 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
       FAKE_ENTRY(cuDeviceCanAccessPeer),
       FAKE_ENTRY(cuCtxEnablePeerAccess),
       FAKE_ENTRY(cuMemcpyPeerAsync),
+      FAKE_ENTRY(cuModuleLoadDataEx),
+      FAKE_ENTRY(cuModuleUnload),
+      FAKE_ENTRY(cuModuleGetFunction),
+      FAKE_ENTRY(cuFuncGetAttribute),
+      FAKE_ENTRY(cuFuncSetAttribute),
+      FAKE_ENTRY(cuFuncGetParamInfo),
+      FAKE_ENTRY(cuLaunchKernel),
       FAKE_ENTRY(cuGetProcAddress),
   };
 #undef FAKE_ENTRY
   *pfn = nullptr;
-  if (model().proc_address) {
+  // A driver older than 12.4 has no cuFuncGetParamInfo (FAKE_CUDA_PARAM_INFO=0).
+  const bool hidden = !model().param_info && std::strcmp(symbol, "cuFuncGetParamInfo") == 0;
+  if (model().proc_address && !hidden) {
     for (const auto& e : table) {
       if (std::strcmp(e.name, symbol) == 0) {
         *pfn = e.fn;
@@ -1142,6 +1231,7 @@ long long fake_cuda_count(const char* name) {
   if (n == "pageable_copies") return m.pageable_copies.load();
   if (n == "peer_copies") return m.peer_copies.load();
   if (n == "proc_address_misses") return m.proc_address_misses.load();
+  if (long long v = fake_cuda::module_counter(n); v >= 0) return v;
   std::lock_guard lock(m.m);
   if (n == "host_allocations") return static_cast<long long>(m.host_allocations.size());
   if (n == "registered_ranges") return static_cast<long long>(m.registered.size());
