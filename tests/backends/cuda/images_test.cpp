@@ -55,7 +55,7 @@ std::vector<unsigned char> fatbin(uint64_t payload, size_t actual_payload) {
 
 }  // namespace
 
-TEST_CASE("PTX: text with .version and .target, NULs only at the end", "[images]") {
+TEST_CASE("PTX: text with .version and .target; NULs only at the end", "[images]") {
   const std::string ptx = "//\n.version 9.0\n.target sm_75\n.address_size 64\n";
   CHECK(problem(ImageKind::ptx, bytes(ptx)) == "");
   CHECK(ptx_needs_terminator(bytes(ptx).data(), ptx.size()));
@@ -78,7 +78,7 @@ TEST_CASE("PTX: text with .version and .target, NULs only at the end", "[images]
   CHECK_THAT(problem(ImageKind::ptx, fatbin(0, 0)), Catch::Contains("fat binary"));
 }
 
-TEST_CASE("cubin: ELF64, little-endian, EM_CUDA, tables inside the image", "[images]") {
+TEST_CASE("cubin: ELF64; little-endian; EM_CUDA; tables inside the image", "[images]") {
   CHECK(problem(ImageKind::cubin, elf(0)) == "");
   CHECK(problem(ImageKind::cubin, elf(3)) == "");
   CHECK_THAT(problem(ImageKind::cubin, bytes(".version 9.0 .target sm_75")),
@@ -108,7 +108,7 @@ TEST_CASE("cubin: ELF64, little-endian, EM_CUDA, tables inside the image", "[ima
   CHECK_THAT(problem(ImageKind::cubin, v), Catch::Contains("program header table"));
 }
 
-TEST_CASE("fat binary: magic, header size, payload inside the image", "[images]") {
+TEST_CASE("fat binary: magic; header size; payload inside the image", "[images]") {
   CHECK(problem(ImageKind::fatbin, fatbin(100, 100)) == "");
   CHECK(problem(ImageKind::fatbin, fatbin(100, 150)) == "");
   CHECK_THAT(problem(ImageKind::fatbin, fatbin(100, 99)), Catch::Contains("truncated"));

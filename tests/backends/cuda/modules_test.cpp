@@ -194,7 +194,7 @@ std::vector<float> block_sums(const std::vector<float>& in, uint32_t block, uint
 
 }  // namespace
 
-TEST_CASE("the cuda backend loads PTX, cubins and fat binaries", "[modules]") {
+TEST_CASE("the cuda backend loads PTX; cubins and fat binaries", "[modules]") {
   REQUIRE(accel_device_count() == 2);
   CHECK((backend_test::backend_info("cuda").caps & ACCEL_CAP_MODULES) != 0);
   const uint64_t want = ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_PTX) |
@@ -207,7 +207,7 @@ TEST_CASE("the cuda backend loads PTX, cubins and fat binaries", "[modules]") {
   }
 }
 
-TEST_CASE("the five kernels run from nvcc's PTX, results checked", "[modules]") {
+TEST_CASE("the five kernels run from nvcc's PTX; results checked", "[modules]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
   // The embedded PTX has no NUL (accel.h lets text go without one): the
@@ -418,7 +418,7 @@ TEST_CASE("a cubin or fat binary the device cannot run falls through to the PTX"
 #endif
 }
 
-TEST_CASE("options, unknown kernels and wrong arguments are refused, nothing queued", "[modules]") {
+TEST_CASE("options; unknown kernels and wrong arguments are refused; nothing queued", "[modules]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
   accel_module_t m = nullptr;
@@ -481,7 +481,7 @@ TEST_CASE("options, unknown kernels and wrong arguments are refused, nothing que
   CHECK_THAT(msg, Catch::Contains("not a live kernel"));
 }
 
-TEST_CASE("dynamic shared memory: opt-in above 48 KiB, refused above the device", "[modules]") {
+TEST_CASE("dynamic shared memory: opt-in above 48 KiB; refused above the device", "[modules]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
   accel_module_t m = load(*im);
@@ -531,7 +531,7 @@ TEST_CASE("dynamic shared memory: opt-in above 48 KiB, refused above the device"
   REQUIRE_OK(accel_module_unload(m));
 }
 
-TEST_CASE("modules on the second device, and threads launching one kernel", "[modules]") {
+TEST_CASE("modules on the second device; and threads launching one kernel", "[modules]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
   accel_module_t m1 = load(*im, 1);
@@ -618,7 +618,7 @@ TEST_CASE("without cuFuncGetParamInfo arguments go unchecked and launches still 
   REQUIRE_OK(accel_module_unload(m));
 }
 
-TEST_CASE("PTX newer than the driver is BUILD_FAILED, naming the version", "[modules-old-driver]") {
+TEST_CASE("PTX newer than the driver is BUILD_FAILED; naming the version", "[modules-old-driver]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
   // The scenario's driver is CUDA 12.4 (PTX ISA 8.4): the PTX must be newer.

@@ -169,7 +169,7 @@ void check_vector_add(accel_kernel_t k, accel_stream_t s, uint32_t n, uint32_t b
 
 }  // namespace
 
-TEST_CASE("modules: formats, the SPIR-V image loads, build log and kernel attributes",
+TEST_CASE("modules: formats; the SPIR-V image loads; build log and kernel attributes",
           "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
@@ -219,7 +219,7 @@ TEST_CASE("modules: formats, the SPIR-V image loads, build log and kernel attrib
   CHECK(k == nullptr);
 }
 
-TEST_CASE("vector_add and saxpy: results, in order with the stream's copies",
+TEST_CASE("vector_add and saxpy: results; in order with the stream's copies",
           "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
@@ -267,7 +267,7 @@ TEST_CASE("vector_add and saxpy: results, in order with the stream's copies",
   CHECK(fake_counter("fake_ze_kernel_faults") == faults);
 }
 
-TEST_CASE("reduce_sum: a local memory argument, with and without shared_bytes",
+TEST_CASE("reduce_sum: a local memory argument; with and without shared_bytes",
           "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
@@ -327,7 +327,7 @@ TEST_CASE("reduce_sum: a local memory argument, with and without shared_bytes",
   CHECK(accel_stream_query(s) == ACCEL_SUCCESS);  // nothing was queued
 }
 
-TEST_CASE("index_3d: 1-D, 2-D and 3-D grids", "[modules][modules-intercept]") {
+TEST_CASE("index_3d: 1-D; 2-D and 3-D grids", "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
   Module mod(im);
@@ -361,7 +361,7 @@ TEST_CASE("index_3d: 1-D, 2-D and 3-D grids", "[modules][modules-intercept]") {
   }
 }
 
-TEST_CASE("malformed images, wrong arguments and limits are refused, nothing queued",
+TEST_CASE("malformed images; wrong arguments and limits are refused; nothing queued",
           "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
@@ -474,7 +474,7 @@ TEST_CASE("a failed build is BUILD_FAILED with the driver's log; the next image 
   CHECK(has(build_log(), "build flags: -ze-opt-level=1 -g"));
 }
 
-TEST_CASE("intercept layer: a failed build's log is not read, the failure is reported",
+TEST_CASE("intercept layer: a failed build's log is not read; the failure is reported",
           "[modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
@@ -590,7 +590,7 @@ TEST_CASE("launches wait for host functions and events like the stream's other w
   MOD_REQUIRE_OK(accel_event_destroy(e));
 }
 
-TEST_CASE("modules of the second device, and device mismatches", "[modules][modules-intercept]") {
+TEST_CASE("modules of the second device; and device mismatches", "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
   REQUIRE(accel_device_count() >= 2);

@@ -315,7 +315,7 @@ TEST_CASE("modules: reduce_sum through local memory", "[modules]") {
   }
 }
 
-TEST_CASE("modules: index_3d over 1-D, 2-D and 3-D grids", "[modules]") {
+TEST_CASE("modules: index_3d over 1-D; 2-D and 3-D grids", "[modules]") {
   struct Shape {
     accel_dim3_t grid, block;
   };
@@ -429,7 +429,7 @@ TEST_CASE("modules: malformed sources and refused options are INVALID_ARGUMENT",
   REQUIRE_OK(accel_module_unload(m));
 }
 
-TEST_CASE("modules: PoCL's native binary round trip, and binaries PoCL must not read",
+TEST_CASE("modules: PoCL's native binary round trip; and binaries PoCL must not read",
           "[modules]") {
   for (int32_t d = 0; d < devices(); ++d) {
     INFO("device " << d);
