@@ -23,9 +23,8 @@ HandlePool<accel_kernel_s>& kernel_pool() {
   return *pool;
 }
 
-constexpr const char* kFormatNames[] = {"ptx",      "cubin",         "fatbin",
-                                        "amd_code_object", "spirv", "opencl_c",
-                                        "native_binary",   "sim_host"};
+constexpr const char* kFormatNames[] = {"ptx",   "cubin",    "fatbin",        "amd_code_object",
+                                        "spirv", "opencl_c", "native_binary", "sim_host"};
 static_assert(std::size(kFormatNames) == ACCEL_MODULE_FORMAT_COUNT,
               "ACCEL_MODULE_FORMAT_COUNT must count the format names");
 
@@ -141,7 +140,8 @@ accel_status_t accel_device_module_formats(int32_t device, uint64_t* formats) {
       return ACCEL_SUCCESS;
     }
     uint64_t mask = 0;
-    auto st = call_plugin(*b, "module_formats", [&] { return b->api.module_formats(target, &mask); });
+    auto st =
+        call_plugin(*b, "module_formats", [&] { return b->api.module_formats(target, &mask); });
     if (st != ACCEL_SUCCESS) return st;
     *formats = mask & (ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_COUNT) - 1);
     return ACCEL_SUCCESS;
@@ -221,8 +221,8 @@ accel_status_t accel_module_load(int32_t device, const accel_module_image_t* ima
       }
       if (first_status == ACCEL_SUCCESS) {
         first_status = st;
-        first_error = fmt::format("image {} ({}): {}", i, kFormatNames[im.format],
-                                  thread_state().last_error);
+        first_error =
+            fmt::format("image {} ({}): {}", i, kFormatNames[im.format], thread_state().last_error);
       }
     }
     thread_state().build_log = log;

@@ -9,10 +9,14 @@ namespace {
 
 const char* kind_name(uint32_t kind) {
   switch (kind) {
-    case ACCEL_KERNEL_ARG_VALUE: return "value";
-    case ACCEL_KERNEL_ARG_DEVICE_POINTER: return "device pointer";
-    case ACCEL_KERNEL_ARG_LOCAL_MEMORY: return "local memory";
-    default: return "unknown kind";
+    case ACCEL_KERNEL_ARG_VALUE:
+      return "value";
+    case ACCEL_KERNEL_ARG_DEVICE_POINTER:
+      return "device pointer";
+    case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
+      return "local memory";
+    default:
+      return "unknown kind";
   }
 }
 
@@ -50,8 +54,8 @@ accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
       // The segment is enough to tell the device: find_entry, not
       // find_allocation, which would also take the allocator's lock.
       Allocation alloc;
-      if (!find_entry(a.value, alloc)) return ACCEL_SUCCESS;  // not accel's: vendor memory
-      if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;   // pinned host memory
+      if (!find_entry(a.value, alloc)) return ACCEL_SUCCESS;        // not accel's: vendor memory
+      if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;  // pinned host memory
       if (alloc.backend != k.backend || alloc.device != k.device) {
         return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                      "{}: kernel '{}' argument {}: pointer {} belongs to {} device {}, the "
@@ -91,8 +95,8 @@ accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
     if (local_in_shared && a.kind == ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;  // no parameter
     if (param >= k.params.size()) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: kernel '{}' takes {} parameter{}, the launch passes more (argument {})",
-                   fn, k.name, k.params.size(), k.params.size() == 1 ? "" : "s", i);
+                   "{}: kernel '{}' takes {} parameter{}, the launch passes more (argument {})", fn,
+                   k.name, k.params.size(), k.params.size() == 1 ? "" : "s", i);
     }
     const accel_plugin_kernel_param_t& p = k.params[param];
     if ((p.kinds & ACCEL_PLUGIN_ARG_KIND_BIT(a.kind)) == 0) {
@@ -102,8 +106,8 @@ accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
     }
     if (a.kind == ACCEL_KERNEL_ARG_VALUE && p.size != 0 && p.size != a.size) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: kernel '{}' argument {} has {} bytes; parameter {} is {} bytes", fn,
-                   k.name, i, a.size, param, p.size);
+                   "{}: kernel '{}' argument {} has {} bytes; parameter {} is {} bytes", fn, k.name,
+                   i, a.size, param, p.size);
     }
     ++param;
   }

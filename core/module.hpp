@@ -27,8 +27,8 @@ struct accel_module_s {
   int32_t device = 0;
   accel_module_format_t format = ACCEL_MODULE_FORMAT_PTX;  // of the image loaded
   accel_plugin_module_t native = nullptr;
-  std::mutex kernels_mutex;                // guards kernels
-  std::vector<accel_kernel_s*> kernels;    // one per name asked, unique
+  std::mutex kernels_mutex;              // guards kernels
+  std::vector<accel_kernel_s*> kernels;  // one per name asked, unique
   accel_module_s* next_free = nullptr;
 };
 
@@ -40,9 +40,9 @@ struct accel_kernel_s {
   accel_plugin_kernel_t native = nullptr;
   std::string name;
   // What the launch checks read, asked once at creation.
-  int64_t max_threads_per_block = -1;          // -1: unknown (the plugin checks)
-  bool params_known = false;                   // kernel_get_params answered
-  uint32_t param_flags = 0;                    // ACCEL_PLUGIN_KERNEL_*
+  int64_t max_threads_per_block = -1;  // -1: unknown (the plugin checks)
+  bool params_known = false;           // kernel_get_params answered
+  uint32_t param_flags = 0;            // ACCEL_PLUGIN_KERNEL_*
   std::vector<accel_plugin_kernel_param_t> params;
   accel_kernel_s* next_free = nullptr;
 };

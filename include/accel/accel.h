@@ -89,23 +89,23 @@ extern "C" {
  *                           or default_stream): answering would deadlock.
  *                           Plugins must not call the public API from their
  *                           callbacks (accel_plugin.h). */
-#define ACCEL_STATUS_MAP(XX)                                                         \
-  XX(SUCCESS, 0, "success")                                                          \
-  XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                  \
-  XX(ERROR_INVALID_DEVICE, 2, "invalid device index")                                \
-  XX(ERROR_NO_ACCELERATOR, 3, "no accelerator is available")                         \
-  XX(ERROR_NOT_SUPPORTED, 4, "operation not supported by the backend")               \
-  XX(ERROR_NOT_READY, 5, "work has not completed yet")                               \
-  XX(ERROR_OUT_OF_MEMORY, 6, "out of memory")                                        \
-  XX(ERROR_EVENT_NOT_RECORDED, 7, "event has not been recorded")                     \
-  XX(ERROR_EVENT_NO_TIMING, 8, "event was created without timing")                   \
-  XX(ERROR_DEVICE_MISMATCH, 9, "object belongs to another device or backend")        \
-  XX(ERROR_FORKED, 10, "backend was initialised before fork() and is not fork-safe") \
-  XX(ERROR_BACKEND_UNAVAILABLE, 11, "vendor library or driver is unavailable")       \
-  XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")              \
-  XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                   \
-  XX(ERROR_INTERNAL, 14, "internal error")                                           \
-  XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock")     \
+#define ACCEL_STATUS_MAP(XX)                                                           \
+  XX(SUCCESS, 0, "success")                                                            \
+  XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                    \
+  XX(ERROR_INVALID_DEVICE, 2, "invalid device index")                                  \
+  XX(ERROR_NO_ACCELERATOR, 3, "no accelerator is available")                           \
+  XX(ERROR_NOT_SUPPORTED, 4, "operation not supported by the backend")                 \
+  XX(ERROR_NOT_READY, 5, "work has not completed yet")                                 \
+  XX(ERROR_OUT_OF_MEMORY, 6, "out of memory")                                          \
+  XX(ERROR_EVENT_NOT_RECORDED, 7, "event has not been recorded")                       \
+  XX(ERROR_EVENT_NO_TIMING, 8, "event was created without timing")                     \
+  XX(ERROR_DEVICE_MISMATCH, 9, "object belongs to another device or backend")          \
+  XX(ERROR_FORKED, 10, "backend was initialised before fork() and is not fork-safe")   \
+  XX(ERROR_BACKEND_UNAVAILABLE, 11, "vendor library or driver is unavailable")         \
+  XX(ERROR_BACKEND_FAILURE, 12, "the vendor runtime reported an error")                \
+  XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                     \
+  XX(ERROR_INTERNAL, 14, "internal error")                                             \
+  XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock") \
   XX(ERROR_BUILD_FAILED, 16, "the kernel image failed to build or load on the device")
 
 #define ACCEL_STATUS_ENUMERATOR_(name, value, message) ACCEL_##name = value,
@@ -998,14 +998,14 @@ ACCEL_API accel_status_t accel_host_memory_stats_list(accel_memory_stat_t* stats
  *                          opencl      clCreateProgramWithBinary
  *   SIM_HOST               sim         a shared object following accel_sim_kernel.h */
 typedef enum accel_module_format {
-  ACCEL_MODULE_FORMAT_PTX = 0,             /* NVIDIA PTX assembly (text) */
-  ACCEL_MODULE_FORMAT_CUBIN = 1,           /* NVIDIA ELF for one architecture */
-  ACCEL_MODULE_FORMAT_FATBIN = 2,          /* NVIDIA fat binary (cubins and/or PTX) */
-  ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT = 3, /* AMDGPU ELF code object (hipcc --genco) */
-  ACCEL_MODULE_FORMAT_SPIRV = 4,           /* SPIR-V binary module (OpenCL kernels) */
-  ACCEL_MODULE_FORMAT_OPENCL_C = 5,        /* OpenCL C source (text) */
-  ACCEL_MODULE_FORMAT_NATIVE_BINARY = 6,   /* the device's own binary (clGetProgramInfo) */
-  ACCEL_MODULE_FORMAT_SIM_HOST = 7,        /* sim: host shared object, accel_sim_kernel.h */
+  ACCEL_MODULE_FORMAT_PTX = 0,                 /* NVIDIA PTX assembly (text) */
+  ACCEL_MODULE_FORMAT_CUBIN = 1,               /* NVIDIA ELF for one architecture */
+  ACCEL_MODULE_FORMAT_FATBIN = 2,              /* NVIDIA fat binary (cubins and/or PTX) */
+  ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT = 3,     /* AMDGPU ELF code object, not an offload bundle */
+  ACCEL_MODULE_FORMAT_SPIRV = 4,               /* SPIR-V binary module (OpenCL kernels) */
+  ACCEL_MODULE_FORMAT_OPENCL_C = 5,            /* OpenCL C source (text) */
+  ACCEL_MODULE_FORMAT_NATIVE_BINARY = 6,       /* the device's own binary (clGetProgramInfo) */
+  ACCEL_MODULE_FORMAT_SIM_HOST = 7,            /* sim: host shared object, accel_sim_kernel.h */
   ACCEL_MODULE_FORMAT_FORCE_INT32 = 0x7fffffff /* fixes the size; not a format */
 } accel_module_format_t;
 
@@ -1109,7 +1109,8 @@ typedef struct accel_kernel_attributes_s {
   int64_t static_shared_bytes;      /* shared/local memory the kernel declares, bytes */
   int64_t private_bytes;            /* private (local) memory per thread, bytes */
   int64_t num_registers;            /* registers per thread */
-  int64_t preferred_block_multiple; /* warp/wavefront size, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+  int64_t preferred_block_multiple; /* warp/wavefront size,
+                                       CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
   int32_t num_args;                 /* the kernel's parameters (see accel_kernel_arg_t) */
 } accel_kernel_attributes_t;
 

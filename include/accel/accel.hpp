@@ -1554,8 +1554,8 @@ class Kernel {
     accel_kernel_attributes_t a{};
     a.struct_size = sizeof a;
     detail::check(accel_kernel_get_attributes(handle_, &a), "accel_kernel_get_attributes");
-    return {a.max_threads_per_block, a.static_shared_bytes, a.private_bytes, a.num_registers,
-            a.preferred_block_multiple, a.num_args};
+    return {a.max_threads_per_block, a.static_shared_bytes,      a.private_bytes,
+            a.num_registers,         a.preferred_block_multiple, a.num_args};
   }
 
   /* Queues the kernel on `stream` over `grid` blocks of `block` threads

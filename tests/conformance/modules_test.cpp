@@ -75,7 +75,9 @@ accel_launch_config_t config_of(accel_dim3_t grid, accel_dim3_t block, accel_str
   return c;
 }
 
-accel_kernel_arg_t ptr_arg(const void* p) { return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), p}; }
+accel_kernel_arg_t ptr_arg(const void* p) {
+  return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), p};
+}
 template <class T>
 accel_kernel_arg_t value_arg(const T& v) {
   return {ACCEL_KERNEL_ARG_VALUE, sizeof v, &v};
@@ -155,7 +157,8 @@ TEST_CASE("modules: formats and the choice of image", "[modules]") {
     CHECK(contains_ci(r.after, accel_module_format_name(foreign[0].format)));
     for (unsigned f = 0; f < ACCEL_MODULE_FORMAT_COUNT; ++f) {
       if ((formats & ACCEL_MODULE_FORMAT_BIT(f)) != 0)
-        CHECK(contains_ci(r.after, accel_module_format_name(static_cast<accel_module_format_t>(f))));
+        CHECK(
+            contains_ci(r.after, accel_module_format_name(static_cast<accel_module_format_t>(f))));
     }
     CHECK(m == reinterpret_cast<accel_module_t>(&formats));
   }
@@ -271,7 +274,8 @@ TEST_CASE("modules: the reference kernels compute", "[modules]") {
   uint32_t groups = (n + rb - 1) / rb;
   DeviceMem dp(-1, groups * 4);
   auto rc = config_of({groups, 1, 1}, {rb, 1, 1}, s);
-  accel_kernel_arg_t reduce_args[] = {ptr_arg(dx.get()), ptr_arg(dp.get()),
+  accel_kernel_arg_t reduce_args[] = {ptr_arg(dx.get()),
+                                      ptr_arg(dp.get()),
                                       {ACCEL_KERNEL_ARG_LOCAL_MEMORY, rb * 4u, nullptr},
                                       value_arg(n)};
   ACCEL_REQUIRE_OK(accel_launch_kernel(reduce, &rc, reduce_args, 4));
@@ -284,9 +288,8 @@ TEST_CASE("modules: the reference kernels compute", "[modules]") {
   }
 
   accel_kernel_t index = mod.kernel("index_3d");
-  const accel_dim3_t shapes[][2] = {{{40, 1, 1}, {2, 1, 1}},
-                                    {{3, 5, 1}, {4, 2, 1}},
-                                    {{2, 3, 4}, {2, 2, 2}}};
+  const accel_dim3_t shapes[][2] = {
+      {{40, 1, 1}, {2, 1, 1}}, {{3, 5, 1}, {4, 2, 1}}, {{2, 3, 4}, {2, 2, 2}}};
   for (const auto& shape : shapes) {
     const accel_dim3_t g = shape[0], b = shape[1];
     const uint32_t w = g.x * b.x, h = g.y * b.y, d = g.z * b.z;
@@ -333,18 +336,22 @@ TEST_CASE("modules: a bad launch is refused and queues nothing", "[modules]") {
   small.struct_size = sizeof(size_t);
   ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &small, good, 4), ACCEL_ERROR_INVALID_ARGUMENT);
   auto zero_block = config_of({1, 1, 1}, {0, 1, 1}, s);
-  ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &zero_block, good, 4),
-                    ACCEL_ERROR_INVALID_ARGUMENT);
-  auto too_wide = config_of({1, 1, 1}, {static_cast<uint32_t>(attrs.max_threads_per_block), 2, 1}, s);
+  ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &zero_block, good, 4), ACCEL_ERROR_INVALID_ARGUMENT);
+  auto too_wide =
+      config_of({1, 1, 1}, {static_cast<uint32_t>(attrs.max_threads_per_block), 2, 1}, s);
   ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &too_wide, good, 4), ACCEL_ERROR_INVALID_ARGUMENT);
   // No device runs 2^96 blocks: every backend has a grid limit below that.
   const uint32_t big = std::numeric_limits<uint32_t>::max();
   auto huge = config_of({big, big, big}, {1, 1, 1}, s);
   ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &huge, good, 4), ACCEL_ERROR_INVALID_ARGUMENT);
-  accel_kernel_arg_t bad_kind[] = {value_arg(alpha), ptr_arg(dx.get()), ptr_arg(dy.get()),
+  accel_kernel_arg_t bad_kind[] = {value_arg(alpha),
+                                   ptr_arg(dx.get()),
+                                   ptr_arg(dy.get()),
                                    {static_cast<accel_kernel_arg_kind_t>(7), 4, &n}};
   ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &c, bad_kind, 4), ACCEL_ERROR_INVALID_ARGUMENT);
-  accel_kernel_arg_t local_zero[] = {value_arg(alpha), ptr_arg(dx.get()), ptr_arg(dy.get()),
+  accel_kernel_arg_t local_zero[] = {value_arg(alpha),
+                                     ptr_arg(dx.get()),
+                                     ptr_arg(dy.get()),
                                      {ACCEL_KERNEL_ARG_LOCAL_MEMORY, 0, nullptr}};
   ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &c, local_zero, 4), ACCEL_ERROR_INVALID_ARGUMENT);
   if (attrs.num_args >= 0) {
@@ -442,7 +449,8 @@ TEST_CASE("modules: two threads launch one kernel at once", "[modules][threads]"
     accel_stream_destroy(s);
   };
   {
-    Deadline d("two threads launching one kernel", kWaitLimit, "launches must not block each other");
+    Deadline d("two threads launching one kernel", kWaitLimit,
+               "launches must not block each other");
     std::thread a(worker, 0), b(worker, 1);
     a.join();
     b.join();

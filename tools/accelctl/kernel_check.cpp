@@ -32,13 +32,15 @@ struct Cleanup {
   }
 };
 
-#define KC_TRY(expr)                                                              \
-  do {                                                                            \
-    const accel_status_t kc_st_ = (expr);                                         \
+#define KC_TRY(expr)                                                                   \
+  do {                                                                                 \
+    const accel_status_t kc_st_ = (expr);                                              \
     if (kc_st_ != ACCEL_SUCCESS) return {false, false, failure_detail(#expr, kc_st_)}; \
   } while (0)
 
-accel_kernel_arg_t ptr(const void* p) { return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), p}; }
+accel_kernel_arg_t ptr(const void* p) {
+  return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), p};
+}
 template <class T>
 accel_kernel_arg_t val(const T& v) {
   return {ACCEL_KERNEL_ARG_VALUE, sizeof v, &v};
@@ -110,7 +112,8 @@ CheckResult check_kernels(const Context& ctx) {
 
   for (uint32_t i = 0; i < n; ++i) {
     if (got_c[i] != a[i] + b[i])
-      return {false, false, fmt::format("vector_add: element {} is {}, not {}", i, got_c[i], a[i] + b[i])};
+      return {false, false,
+              fmt::format("vector_add: element {} is {}, not {}", i, got_c[i], a[i] + b[i])};
     const float want = alpha * a[i] + b[i];
     if (std::fabs(got_b[i] - want) > 1e-4f * (1 + std::fabs(want)))
       return {false, false, fmt::format("saxpy: element {} is {}, not {}", i, got_b[i], want)};
