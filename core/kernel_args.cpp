@@ -7,6 +7,49 @@ namespace accel::core {
 
 namespace {
 
+// The segments the calling thread's launches last passed pointers into,
+// valid while the memory table's generation is unchanged: a training loop
+// launches into the same few segments again and again, and the cache spares
+// each pointer argument a lock and a tree walk.
+struct SegmentCache {
+  struct Entry {
+    uintptr_t base = 0;
+    size_t bytes = 0;
+    Backend* backend = nullptr;
+    int32_t device = 0;
+    accel_memory_type_t type = ACCEL_MEMORY_DEVICE;
+  };
+  uint64_t generation = 0;  // 0: empty
+  Entry entries[4];
+  unsigned next = 0;
+};
+thread_local SegmentCache t_segments;
+
+bool find_segment(const void* ptr, Allocation& out) {
+  SegmentCache& c = t_segments;
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (c.generation == table_generation()) {
+    for (const auto& e : c.entries) {
+      if (e.bytes != 0 && p - e.base < e.bytes) {
+        out.base = e.base;
+        out.bytes = e.bytes;
+        out.backend = e.backend;
+        out.device = e.device;
+        out.type = e.type;
+        return true;
+      }
+    }
+  }
+  uint64_t generation = 0;
+  if (!find_entry_at(ptr, out, generation)) return false;
+  if (c.generation != generation) {
+    c = SegmentCache{};
+    c.generation = generation;
+  }
+  c.entries[c.next++ % 4] = {out.base, out.bytes, out.backend, out.device, out.type};
+  return true;
+}
+
 const char* kind_name(uint32_t kind) {
   switch (kind) {
     case ACCEL_KERNEL_ARG_VALUE:
@@ -51,10 +94,10 @@ accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
                      fn, k.name, i, sizeof(void*), a.size);
       }
       if (a.value == nullptr) return ACCEL_SUCCESS;  // NULL is a valid pointer to pass
-      // The segment is enough to tell the device: find_entry, not
+      // The segment is enough to tell the device: not
       // find_allocation, which would also take the allocator's lock.
       Allocation alloc;
-      if (!find_entry(a.value, alloc)) return ACCEL_SUCCESS;        // not accel's: vendor memory
+      if (!find_segment(a.value, alloc)) return ACCEL_SUCCESS;      // not accel's: vendor memory
       if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;  // pinned host memory
       if (alloc.backend != k.backend || alloc.device != k.device) {
         return failf(ACCEL_ERROR_DEVICE_MISMATCH,

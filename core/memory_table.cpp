@@ -2,6 +2,7 @@
 
 #include "device_memory.hpp"
 
+#include <atomic>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -17,12 +18,30 @@ std::mutex g_mutex;
 // exit() runs static destructors while other threads may still be inside
 // accel_malloc / accel_free, which would then use a freed tree.
 std::map<uintptr_t, Allocation>& g_table = *new std::map<uintptr_t, Allocation>();
+// Bumped (under g_mutex) by every change to the table, so a lookup cached
+// with the value it read stays valid while the value is unchanged.
+std::atomic<uint64_t> g_generation{1};
 }  // namespace
+
+uint64_t table_generation() { return g_generation.load(std::memory_order_acquire); }
+
+bool find_entry_at(const void* ptr, Allocation& out, uint64_t& generation) {
+  auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard lock(g_mutex);
+  generation = g_generation.load(std::memory_order_relaxed);
+  auto it = g_table.upper_bound(p);
+  if (it == g_table.begin()) return false;
+  --it;
+  if (p - it->second.base >= it->second.bytes) return false;
+  out = it->second;
+  return true;
+}
 
 std::mutex& allocation_mutex() { return g_mutex; }
 
 void record_allocation(const Allocation& a) {
   std::lock_guard lock(g_mutex);
+  g_generation.fetch_add(1, std::memory_order_release);
   g_table[a.base] = a;
 }
 
@@ -31,6 +50,7 @@ bool take_allocation(const void* ptr, Allocation& out) {
   auto it = g_table.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_table.end()) return false;
   out = it->second;
+  g_generation.fetch_add(1, std::memory_order_release);
   g_table.erase(it);
   return true;
 }
@@ -83,6 +103,7 @@ bool record_if_disjoint(const Allocation& a, Allocation& overlap) {
       return false;
     }
   }
+  g_generation.fetch_add(1, std::memory_order_release);
   g_table[a.base] = a;
   return true;
 }

@@ -38,6 +38,10 @@ bool find_allocation(const void* ptr, Allocation& out);
 // The table's own entry containing `ptr` (a whole segment for the caching
 // allocator), if any.
 bool find_entry(const void* ptr, Allocation& out);
+// The table's generation: it changes whenever an entry is added or removed.
+uint64_t table_generation();
+// find_entry that also says the generation the answer holds for.
+bool find_entry_at(const void* ptr, Allocation& out, uint64_t& generation);
 // Entries of device `device` of `b` (snapshots under backend:native).
 std::vector<Allocation> entries_of(const Backend* b, int32_t device);
 // Records `a` unless [a.base, a.base + a.bytes) overlaps a live entry; then

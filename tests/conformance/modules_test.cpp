@@ -362,6 +362,18 @@ TEST_CASE("modules: a bad launch is refused and queues nothing", "[modules]") {
     WARN("the backend cannot tell kernel parameters (num_args -1): argument counts unchecked");
     note_not_run("launch argument count checks (backend cannot tell parameters)");
   }
+  if (device_count() >= 2) {
+    // A pointer of another device: refused, asked twice (the second answer
+    // comes from the core's per-thread segment cache).
+    DeviceMem other(1, n * 4);
+    accel_kernel_arg_t foreign[] = {value_arg(alpha), ptr_arg(other.get()), ptr_arg(dy.get()),
+                                    value_arg(n)};
+    for (int round = 0; round < 2; ++round) {
+      ACCEL_CHECK_ERROR(accel_launch_kernel(saxpy, &c, foreign, 4), ACCEL_ERROR_DEVICE_MISMATCH);
+    }
+  } else {
+    need_devices(2);
+  }
   // Zero grid: success, nothing runs.
   auto zero_grid = config_of({0, 1, 1}, {1, 1, 1}, s);
   ACCEL_CHECK_OK(accel_launch_kernel(saxpy, &zero_grid, good, 4));
