@@ -56,14 +56,8 @@ bool take_allocation(const void* ptr, Allocation& out) {
 }
 
 bool find_entry(const void* ptr, Allocation& out) {
-  auto p = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard lock(g_mutex);
-  auto it = g_table.upper_bound(p);
-  if (it == g_table.begin()) return false;
-  --it;
-  if (p - it->second.base >= it->second.bytes) return false;
-  out = it->second;
-  return true;
+  uint64_t generation = 0;
+  return find_entry_at(ptr, out, generation);
 }
 
 bool find_allocation(const void* ptr, Allocation& out) {

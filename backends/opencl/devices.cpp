@@ -4,6 +4,7 @@
 // every device has its own context) and attributes from clGetDeviceInfo.
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
 #include "backend.hpp"
+#include "device_info.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,21 +13,6 @@
 namespace accel::opencl {
 namespace {
 
-std::string device_string(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
-  s.resize(std::strlen(s.c_str()));
-  return s;
-}
-
-template <class T>
-T device_value(cl_device_id d, cl_device_info what, T fallback) {
-  T v{};
-  if (clGetDeviceInfo(d, what, sizeof v, &v, nullptr) != CL_SUCCESS) return fallback;
-  return v;
-}
 
 void CL_CALLBACK context_notify(const char* errinfo, const void*, size_t, void* user) {
   auto* dev = static_cast<Device*>(user);

@@ -29,6 +29,7 @@
 // (CL_PROGRAM_BUILD_LOG) goes to the core whenever it has more than
 // whitespace, after a success too.
 #include "backend.hpp"
+#include "device_info.hpp"
 
 #include <cctype>
 #include <cstring>
@@ -39,21 +40,6 @@ namespace {
 constexpr const char* kArgInfo = "-cl-kernel-arg-info";
 constexpr uint32_t kSpirvMagic = 0x07230203;
 
-std::string device_text(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
-  s.resize(std::strlen(s.c_str()));
-  return s;
-}
-
-template <class T>
-T device_value(cl_device_id d, cl_device_info what, T fallback) {
-  T v{};
-  if (clGetDeviceInfo(d, what, sizeof v, &v, nullptr) != CL_SUCCESS) return fallback;
-  return v;
-}
 
 bool blank(const std::string& s) {
   for (unsigned char c : s)
@@ -242,7 +228,7 @@ void describe_modules(Device* dev, const std::string& platform_name) {
       dev->version_major > 2 || (dev->version_major == 2 && dev->version_minor >= 1);
   const bool khr_il = dev->has_extension("cl_khr_il_program");
   if (core_il || khr_il) {
-    const std::string il = device_text(d, CL_DEVICE_IL_VERSION);
+    const std::string il = device_string(d, CL_DEVICE_IL_VERSION);
     if (il.find("SPIR-V") != std::string::npos) {
       if (core_il) {
         dev->spirv = true;
