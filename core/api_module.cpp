@@ -2,6 +2,7 @@
 // look kernels up by name, launch them with arguments passed at launch.
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #include "checks.hpp"
 #include "guard.hpp"
@@ -60,11 +61,32 @@ accel_status_t check_module(const char* fn, accel_module_t m) {
 [[gnu::always_inline]] inline accel_status_t check_kernel(const char* fn, accel_kernel_t k) {
   if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
     return st;
-  if (!live(k)) [[unlikely]] {
+  // seq_cst: pairs with the unload's dead store and in_flight read (InFlight).
+  if (k == nullptr || k->magic.load(std::memory_order_seq_cst) != kKernelMagic) [[unlikely]] {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is {}", fn,
                  k == nullptr ? "NULL" : "not a live kernel (its module unloaded?)");
   }
   return ensure_ready(*k->backend);
+}
+
+// Holds a launch in its kernel's in_flight count for the scope.
+class InFlight {
+ public:
+  explicit InFlight(accel_kernel_s& k) : k_(k) {
+    k_.in_flight.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~InFlight() { k_.in_flight.fetch_sub(1, std::memory_order_release); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  accel_kernel_s& k_;
+};
+
+// Waits until no launch of `k` is past its liveness check (k is dead
+// already, so none can start; the ones inside only queue, never wait).
+void drain_launches(const accel_kernel_s& k) {
+  while (k.in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
 }
 
 // Collects a plugin's build log for one image into the thread's log.
@@ -263,23 +285,28 @@ accel_status_t accel_module_unload(accel_module_t module) {
                    "itself",
                    fn, b.name, module->device);
     }
-    // cuModuleUnload (and the others) must not free code a queued launch runs.
-    if (auto st = call_plugin(b, "device_synchronize",
-                              [&] { return b.api.device_synchronize(module->device); });
-        st != ACCEL_SUCCESS)
-      return st;
+    // Dead first, so a launch or kernel lookup from now on is refused
+    // instead of being queued behind the wait below and then running code
+    // that is gone (the breaker's unload-while-launching crash on sim).
     uint32_t expected = kModuleMagic;
     if (!module->magic.compare_exchange_strong(expected, kDeadMagic)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
     }
     std::vector<accel_kernel_s*> kernels;
     {
+      // accel_module_get_kernel checks the module again under this lock,
+      // so no kernel is added after the swap.
       std::lock_guard lock(module->kernels_mutex);
       kernels.swap(module->kernels);
     }
-    accel_status_t result = ACCEL_SUCCESS;
+    for (accel_kernel_s* k : kernels) k->magic.store(kDeadMagic, std::memory_order_seq_cst);
+    for (accel_kernel_s* k : kernels) drain_launches(*k);
+    // cuModuleUnload (and the others) must not free code a queued launch
+    // runs. On failure the objects are destroyed anyway: the handles are
+    // dead already and could not be unloaded again.
+    accel_status_t result = call_plugin(b, "device_synchronize",
+                                        [&] { return b.api.device_synchronize(module->device); });
     for (accel_kernel_s* k : kernels) {
-      k->magic.store(kDeadMagic, std::memory_order_release);
       auto st = call_plugin(b, "kernel_destroy", [&] { return b.api.kernel_destroy(k->native); });
       if (result == ACCEL_SUCCESS) result = st;
       k->native = nullptr;
@@ -306,6 +333,9 @@ accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
     // One lock per module: creating a kernel is rare, and the same name must
     // give the same handle.
     std::lock_guard lock(module->kernels_mutex);
+    if (!live(module)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
+    }
     for (accel_kernel_s* k : module->kernels) {
       if (k->name == name) {
         *kernel = k;
@@ -371,6 +401,11 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
                                    const accel_kernel_arg_t* args, size_t num_args) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
+    // Counted in before the liveness check (both seq_cst: the unload side
+    // stores dead, then reads the count), out when the plugin returned.
+    if (kernel == nullptr) [[unlikely]]
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is NULL", fn);
+    InFlight in_flight(*kernel);
     if (auto st = check_kernel(fn, kernel); st != ACCEL_SUCCESS) [[unlikely]]
       return st;
     if (config == nullptr || config->struct_size < sizeof(accel_launch_config_t)) [[unlikely]] {
@@ -398,9 +433,11 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
                    "{}: kernel '{}': block ({}, {}, {}) has a 0 extent (each must be >= 1)", fn,
                    kernel->name, block.x, block.y, block.z);
     }
-    const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+    // x * y fits 64 bits; times z may not (2^22 * 2^22 * 2^20 wraps to 0).
+    uint64_t threads = 0;
+    const bool wraps = __builtin_mul_overflow(uint64_t{block.x} * block.y, block.z, &threads);
     if (kernel->max_threads_per_block > 0 &&
-        threads > static_cast<uint64_t>(kernel->max_threads_per_block)) [[unlikely]] {
+        (wraps || threads > static_cast<uint64_t>(kernel->max_threads_per_block))) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
                    "{} per block on {} device {}",

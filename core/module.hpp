@@ -34,6 +34,10 @@ struct accel_module_s {
 
 struct accel_kernel_s {
   std::atomic<uint32_t> magic{0};
+  // Launches inside accel_launch_kernel past their liveness check: unload
+  // marks the kernel dead, then waits for this to drain before it waits
+  // for the device, so no launch reaches the plugin after the wait.
+  std::atomic<uint32_t> in_flight{0};
   accel_module_s* module = nullptr;
   accel::core::Backend* backend = nullptr;
   int32_t device = 0;

@@ -1082,13 +1082,18 @@ ACCEL_API accel_status_t accel_module_load(int32_t device, const accel_module_im
  * capacity > 0). Thread-safe (each thread has its own log). */
 ACCEL_API accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* length);
 
-/* Unloads a module and destroys its kernels. Waits for the module's device
- * first (cuModuleUnload requires that no launch of it still runs), so
- * calling it from a host function running on that device fails with
- * ACCEL_ERROR_INVALID_ARGUMENT. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
- * (NULL, not live, or the host-function case), ACCEL_ERROR_FORKED,
- * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe, but using the module or its
- * kernels from another thread during the call is the caller's race. */
+/* Unloads a module and destroys its kernels. The module and its kernels
+ * are dead from the start of the call (other threads' launches and
+ * lookups from then on fail with ACCEL_ERROR_INVALID_ARGUMENT); then it
+ * waits for the module's device (cuModuleUnload requires that no launch of
+ * it still runs), so calling it from a host function running on that
+ * device fails with ACCEL_ERROR_INVALID_ARGUMENT and unloads nothing.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, not live, unloaded by
+ * another thread, or the host-function case), ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE (the wait or the vendor unload failed: the
+ * module is gone all the same). Thread-safe; a launch another thread is
+ * already inside accel_launch_kernel with when the unload starts is the
+ * caller's race, as with cuModuleUnload. */
 ACCEL_API accel_status_t accel_module_unload(accel_module_t module);
 
 /* Sets *kernel to the kernel named `name` (the source's function name; for

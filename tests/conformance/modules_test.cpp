@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 using namespace conf;
 
@@ -475,5 +476,50 @@ TEST_CASE("modules: two threads launch one kernel at once", "[modules][threads]"
       INFO("thread " << t << " element " << i);
       REQUIRE(results[t][i] == want);
     }
+  }
+}
+
+TEST_CASE("modules: unloading while another thread launches", "[modules][threads]") {
+  ThreadStateGuard guard;
+  if (!has_modules("unload race")) return;
+  const uint32_t n = 256;
+  DeviceMem dx(-1, n * 4), dy(-1, n * 4);
+  std::vector<float> zeros(n, 0.0f);
+  Stream s;
+  upload(dx.get(), zeros, s);
+  upload(dy.get(), zeros, s);
+  ACCEL_REQUIRE_OK(stream_synchronize(s));
+  for (int round = 0; round < 10; ++round) {
+    accel_module_t m = load_kernels();
+    if (m == nullptr) return;
+    accel_kernel_t saxpy = nullptr;
+    ACCEL_REQUIRE_OK(accel_module_get_kernel(m, "saxpy", &saxpy));
+    std::atomic<bool> stop{false}, started{false};
+    std::atomic<int> ok{0}, refused{0}, other{0};
+    std::thread launcher([&] {
+      const float alpha = 1.0f;
+      accel_kernel_arg_t args[] = {value_arg(alpha), ptr_arg(dx.get()), ptr_arg(dy.get()),
+                                   value_arg(n)};
+      auto c = config_of({4, 1, 1}, {64, 1, 1}, nullptr);
+      while (!stop.load()) {
+        accel_status_t st = accel_launch_kernel(saxpy, &c, args, 4);
+        (st == ACCEL_SUCCESS ? ok : st == ACCEL_ERROR_INVALID_ARGUMENT ? refused : other)++;
+        started.store(true);
+      }
+    });
+    while (!started.load()) std::this_thread::yield();
+    {
+      Deadline d("accel_module_unload", kWaitLimit, "an unload drains launches, then waits");
+      ACCEL_CHECK_OK(accel_module_unload(m));
+    }
+    // Every launch from now on is refused.
+    const int refused_before = refused.load();
+    while (refused.load() == refused_before) std::this_thread::yield();
+    stop.store(true);
+    launcher.join();
+    INFO("round " << round << ": " << ok.load() << " launched, " << refused.load()
+                  << " refused, " << other.load() << " other statuses");
+    CHECK(other.load() == 0);
+    ACCEL_REQUIRE_OK(synchronize(-1));
   }
 }

@@ -158,6 +158,11 @@ std::string read_spirv(const uint8_t* data, size_t size, SpirvModule* out) {
     }
     i = end;
   }
+  // The SPIR-V spec's layout rule: every function ends with OpFunctionEnd.
+  // A module cut between two instructions inside a function breaks it.
+  if (current != 0)
+    return "error: function %" + std::to_string(current) +
+           " has no OpFunctionEnd (the module is cut short)";
   if (!kernel_capability)
     return "error: the module does not declare the Kernel capability (not an OpenCL kernel "
            "module)";
