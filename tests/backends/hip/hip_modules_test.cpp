@@ -267,8 +267,9 @@ TEST_CASE("modules: the AMD code object loads and its kernels compute", "[module
     accel_kernel_arg_t args[] = {ptr(dx.p), ptr(dp.p), local(block * 4), val(n)};
     OK(accel_launch_kernel(reduce, &c, args, 4));
     check("local memory argument");
-    OK(accel_memcpy_async(dp.p, std::vector<float>(groups, -1.0f).data(), groups * 4,
-                          ACCEL_MEMCPY_HOST_TO_DEVICE, s.s));
+    // Named: the copy is asynchronous, so its source must outlive it.
+    const std::vector<float> minus_ones(groups, -1.0f);
+    OK(accel_memcpy_async(dp.p, minus_ones.data(), groups * 4, ACCEL_MEMCPY_HOST_TO_DEVICE, s.s));
     auto c2 = config({groups, 1, 1}, {block, 1, 1}, s.s, block * 4);
     accel_kernel_arg_t plain[] = {ptr(dx.p), ptr(dp.p), val(n)};
     OK(accel_launch_kernel(reduce, &c2, plain, 3));
