@@ -2324,7 +2324,7 @@ void op_launch(Input& in) {
   const Stream* ms = config.stream ? stream_by_handle(config.stream) : nullptr;
   // Arguments: none, or up to 5 with hostile kinds, sizes and values.
   uint8_t stack_buf[64] = {};
-  accel_kernel_arg_t args[5];
+  accel_kernel_arg_t args[5] = {};
   size_t nargs = in.u8() % 6;
   const bool null_args = nargs > 0 && in.u8() % 16 == 0;
   bool other_device_ptr = false;
@@ -2353,7 +2353,8 @@ void op_launch(Input& in) {
   } else if (!is_empty) {
     // vector_add with 4 hostile arguments: refused unless they happen to
     // be right, which the harness cannot vouch for: never let it run.
-    bool exact = true;
+    // nargs is 0 or 4 here; with 0 the array was never filled.
+    bool exact = nargs == 4;
     const accel_kernel_arg_kind_t want[] = {ACCEL_KERNEL_ARG_DEVICE_POINTER,
                                             ACCEL_KERNEL_ARG_DEVICE_POINTER,
                                             ACCEL_KERNEL_ARG_DEVICE_POINTER, ACCEL_KERNEL_ARG_VALUE};
