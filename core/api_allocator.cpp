@@ -85,7 +85,10 @@ accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** pt
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
-    return allocate_device_memory(fn, b, stream->device, stream, bytes, caller, ptr);
+    auto st = allocate_device_memory(fn, b, stream->device, stream, bytes, caller, ptr);
+    if (trace_on()) [[unlikely]]
+      trace_alloc_result(b, stream->device, bytes, *ptr, st);
+    return st;
   });
 }
 
@@ -98,7 +101,10 @@ accel_status_t accel_free_async(void* ptr, accel_stream_t stream) {
                    fn);
     }
     if (ptr == nullptr) return ACCEL_SUCCESS;
-    return free_device_memory(fn, ptr, true, stream, caller);
+    const TraceFree traced = trace_on() ? trace_free_lookup(ptr) : TraceFree{};
+    auto st = free_device_memory(fn, ptr, true, stream, caller);
+    trace_free_done(traced, st);
+    return st;
   });
 }
 
@@ -139,6 +145,7 @@ accel_status_t accel_empty_cache(int32_t device) {
     if (auto st = m->allocator.empty_cache(); st != ACCEL_SUCCESS) {
       return failf(st, "{}: {} device {}: {}", fn, b->name, target, last_error());
     }
+    trace_memory_event("empty_cache", *b, target, 0, nullptr);
     return ACCEL_SUCCESS;
   });
 }

@@ -94,8 +94,10 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
                    b.name, event->device, stream->backend->name, stream->device);
     }
     const uint64_t sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
+    TraceSpan span(stream);
     auto st = call_plugin(b, "event_record",
                           [&] { return b.api.event_record(event->native, stream->native); });
+    if (span) span.end(st, {.kind = SpanKind::event_record});
     if (st == ACCEL_SUCCESS) {
       event->record_stream.store(stream, std::memory_order_relaxed);
       event->record_sequence.store(sequence, std::memory_order_relaxed);

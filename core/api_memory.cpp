@@ -225,7 +225,10 @@ accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void*
         return st;
       }
     }
-    return allocate_device_memory(fn, *b, target, stream, bytes, caller, ptr);
+    auto st = allocate_device_memory(fn, *b, target, stream, bytes, caller, ptr);
+    if (trace_on()) [[unlikely]]
+      trace_alloc_result(*b, target, bytes, *ptr, st);
+    return st;
   });
 }
 
@@ -233,6 +236,12 @@ accel_status_t free_impl(void* ptr, const void* caller) {
   const char* const fn = "accel_free";
   return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (trace_on()) [[unlikely]] {
+      const TraceFree traced = trace_free_lookup(ptr);
+      auto st = free_device_memory(fn, ptr, false, nullptr, caller);
+      trace_free_done(traced, st);
+      return st;
+    }
     // Most frees are of memory of the device this thread last allocated on
     // or freed: its allocator answers without the process-wide table.
     if (DeviceMemory* m = t_hot.last_memory; m != nullptr && caching_allocator()) {
@@ -295,8 +304,10 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     st = src_device ? check_device_range(fn, "src", src, bytes, *stream)
                     : check_host_pointer(fn, "src", src, host);
     if (st != ACCEL_SUCCESS) return st;
+    TraceSpan span(stream);
     st = call_plugin(b, "memcpy_async",
                      [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
+    if (span) span.end(st, {.kind = SpanKind::copy, .bytes = bytes, .copy_kind = kind});
     // A cached pinned block is not reused before this copy has run.
     if (st == ACCEL_SUCCESS && host.type == ACCEL_MEMORY_HOST_PINNED) note_host_use(host, stream);
     return st;
@@ -313,8 +324,11 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
     if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
-    return call_plugin(b, "memset_async",
-                       [&] { return b.api.memset_async(dst, value, bytes, stream->native); });
+    TraceSpan span(stream);
+    auto st = call_plugin(b, "memset_async",
+                          [&] { return b.api.memset_async(dst, value, bytes, stream->native); });
+    if (span) span.end(st, {.kind = SpanKind::memset, .bytes = bytes});
+    return st;
   });
 }
 

@@ -450,10 +450,16 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
       if (auto st = check_kernel_args(fn, *kernel, args, num_args); st != ACCEL_SUCCESS) return st;
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return ACCEL_SUCCESS;  // nothing to run
-    return call_plugin(b, "launch_kernel", [&] {
+    TraceSpan span(stream);
+    auto st = call_plugin(b, "launch_kernel", [&] {
       return b.api.launch_kernel(kernel->native, grid, block, config->shared_bytes, args, num_args,
                                  stream->native);
     });
+    if (span) {
+      span.end(st, {.kind = SpanKind::kernel, .kernel = kernel->name.c_str(), .grid = grid,
+                    .block = block, .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
+    }
+    return st;
   });
 }
 

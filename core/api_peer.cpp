@@ -62,9 +62,12 @@ accel_status_t peer_copy(const char* fn, void* dst, int32_t dst_device, const vo
     return st;
   if (auto st = check_peer_range(fn, "src", src, bytes, b, src_device); st != ACCEL_SUCCESS)
     return st;
-  return call_plugin(b, "memcpy_peer_async", [&] {
+  TraceSpan span(stream);
+  auto st = call_plugin(b, "memcpy_peer_async", [&] {
     return b.api.memcpy_peer_async(dst, dst_device, src, src_device, bytes, stream->native);
   });
+  if (span) span.end(st, {.kind = SpanKind::peer_copy, .bytes = bytes});
+  return st;
 }
 
 }  // namespace accel::core

@@ -184,6 +184,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     // stream's queued work is done (a marker recorded now, before it goes).
     retire_stream_memory(stream);
     retire_stream_host_memory(stream);
+    trace_stream_destroying(stream);
     auto st =
         call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });
     stream_pool().release(stream);
@@ -240,8 +241,11 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
     }
     // A never-recorded event is complete: nothing to wait for.
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
-    return call_plugin(b, "stream_wait_event",
-                       [&] { return b.api.stream_wait_event(stream->native, event->native); });
+    TraceSpan span(stream);
+    auto st = call_plugin(b, "stream_wait_event",
+                          [&] { return b.api.stream_wait_event(stream->native, event->native); });
+    if (span) span.end(st, {.kind = SpanKind::event_wait});
+    return st;
   });
 }
 
@@ -290,9 +294,11 @@ accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_
     call->backend = &b;
     call->device = stream->device;
     call->sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
+    TraceSpan span(stream);
     auto st = call_plugin(b, "launch_host_func", [&] {
       return b.api.launch_host_func(stream->native, host_call_trampoline, call.get());
     });
+    if (span) span.end(st, {.kind = SpanKind::host_func});
     if (st == ACCEL_SUCCESS) call.release();  // the trampoline owns it now
     return st;
   });

@@ -9,6 +9,7 @@
 #include "host_cache_hook.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
+#include "trace.hpp"
 
 namespace accel::core {
 
@@ -88,6 +89,7 @@ void release() {
 
 void child() {
   release();
+  trace_after_fork_child();
   // fork() runs this in the forking thread, the only one the child has:
   // its cached current stream may belong to a backend that is unusable now.
   forget_stream_cache();

@@ -6,11 +6,12 @@
 #include <new>
 
 #include "error.hpp"
+#include "trace.hpp"
 
 namespace accel::core {
 
 template <typename Fn>
-accel_status_t guarded(const char* fn, Fn&& body) noexcept {
+accel_status_t guarded_body(const char* fn, Fn& body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc&) {
@@ -20,6 +21,24 @@ accel_status_t guarded(const char* fn, Fn&& body) noexcept {
   } catch (...) {
     return failf(ACCEL_ERROR_INTERNAL, "{}: unexpected exception", fn);
   }
+}
+
+// With ACCEL_TRACE set, every call is also a slice on its thread's lane
+// (trace.hpp); off, the cost is the one flag read.
+template <typename Fn>
+[[gnu::noinline]] accel_status_t traced(const char* fn, Fn& body) noexcept {
+  TraceCall call;
+  trace_call_begin(call, fn);
+  accel_status_t st = guarded_body(fn, body);
+  trace_call_end(call, st);
+  return st;
+}
+
+template <typename Fn>
+accel_status_t guarded(const char* fn, Fn&& body) noexcept {
+  if (trace_on()) [[unlikely]]
+    return traced(fn, body);
+  return guarded_body(fn, body);
 }
 
 }  // namespace accel::core

@@ -1267,6 +1267,43 @@ ACCEL_API size_t accel_backend_count(void);
  * ACCEL_ERROR_OUT_OF_RANGE (index >= count). */
 ACCEL_API accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info);
 
+/* --- Tracing and ranges (docs/tracing.md) ----------------------------------
+ *
+ * With ACCEL_TRACE=/absolute/path.json in the environment (read once, with
+ * secure_getenv, when the library is loaded) accel writes a Chrome
+ * trace-event JSON file that Perfetto (ui.perfetto.dev) and chrome://tracing
+ * open: a lane per host thread with every public call, a lane per stream
+ * with the device-side span of each operation, flow arrows between them,
+ * allocator events and memory counters. Without it these functions cost a
+ * thread-local update (ranges) or nothing (flush). */
+
+/* Opens a range named `name` on the calling thread, as nvtxRangePushA and
+ * torch.cuda.nvtx.range_push do: it shows in the trace as a slice around the
+ * calls made until the matching accel_range_pop on the same thread, and is
+ * forwarded to NVTX (Nsight Systems) while the cuda backend is current. The
+ * name is copied (at most 63 bytes are kept in the trace). Ranges nest, per
+ * thread. Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (name NULL);
+ * otherwise ACCEL_SUCCESS, also when tracing is off. */
+ACCEL_API accel_status_t accel_range_push(const char* name);
+
+/* Closes the calling thread's innermost open range (nvtxRangePop).
+ * Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (no range is open on
+ * this thread; nothing changes); otherwise ACCEL_SUCCESS. */
+ACCEL_API accel_status_t accel_range_pop(void);
+
+/* Writes the trace's pending records to the ACCEL_TRACE file now (exit()
+ * does too), after timing the device spans that have completed; spans still
+ * running are written by a later flush. The file is complete, valid JSON
+ * after every flush. Thread-safe. Statuses: ACCEL_SUCCESS (also when
+ * tracing is off, and in a fork child, which never writes its parent's
+ * file); ACCEL_ERROR_INTERNAL (the file could not be written: the detail
+ * says why). */
+ACCEL_API accel_status_t accel_trace_flush(void);
+
+/* 1 when this process is writing a trace (ACCEL_TRACE was accepted and this
+ * is not a fork child of the process that opened it), else 0. Never fails. */
+ACCEL_API int accel_trace_enabled(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
