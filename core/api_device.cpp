@@ -73,12 +73,19 @@ const char* accel_last_error(void) { return last_error(); }
 
 void accel_clear_last_error(void) { clear_last_error(); }
 
-int accel_is_available(void) {
+static inline int impl_is_available(void) {
   try {
     return runtime().current != nullptr ? 1 : 0;
   } catch (...) {
     return 0;
   }
+}
+
+int accel_is_available(void) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_is_available(); },
+                        [](auto) { return ACCEL_SUCCESS; });
+  return impl_is_available();
 }
 
 const char* accel_current_accelerator(void) {
@@ -98,7 +105,7 @@ const char* accel_selection_reason(void) {
   }
 }
 
-int32_t accel_device_count(void) {
+static inline int32_t impl_device_count(void) {
   try {
     Backend* b = runtime().current;
     return b != nullptr ? b->device_count : 0;
@@ -107,7 +114,14 @@ int32_t accel_device_count(void) {
   }
 }
 
-int32_t accel_current_device_index(void) {
+int32_t accel_device_count(void) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_device_count(); },
+                        [](auto) { return ACCEL_SUCCESS; });
+  return impl_device_count();
+}
+
+static inline int32_t impl_current_device_index(void) {
   if (fast_current() != nullptr) [[likely]]
     return t_hot.device;
   try {
@@ -118,7 +132,14 @@ int32_t accel_current_device_index(void) {
   }
 }
 
-accel_status_t accel_set_device_index(int32_t device) {
+int32_t accel_current_device_index(void) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_current_device_index(); },
+                        [](auto r) { return r < 0 ? ACCEL_ERROR_NO_ACCELERATOR : ACCEL_SUCCESS; });
+  return impl_current_device_index();
+}
+
+static inline accel_status_t impl_set_device_index(int32_t device) {
   if (Backend* b = fast_current(); b != nullptr && device >= 0 && device < b->device_count)
       [[likely]] {
     t_hot.device = device;
@@ -127,16 +148,37 @@ accel_status_t accel_set_device_index(int32_t device) {
   return set_device_index_full(device);
 }
 
-accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
+accel_status_t accel_set_device_index(int32_t device) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_set_device_index(device); },
+                        [](auto r) { return r; });
+  return impl_set_device_index(device);
+}
+
+static inline accel_status_t impl_exchange_device(int32_t device, int32_t* previous) {
   if (fast_exchange(device, previous)) [[likely]]
     return ACCEL_SUCCESS;
-  return exchange_full(__func__, device, previous, 0);
+  return exchange_full("accel_exchange_device", device, previous, 0);
+}
+
+accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_exchange_device(device, previous); },
+                        [](auto r) { return r; });
+  return impl_exchange_device(device, previous);
+}
+
+static inline accel_status_t impl_maybe_exchange_device(int32_t device, int32_t* previous) {
+  if (fast_exchange(device, previous)) [[likely]]
+    return ACCEL_SUCCESS;
+  return exchange_full("accel_maybe_exchange_device", device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
 }
 
 accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
-  if (fast_exchange(device, previous)) [[likely]]
-    return ACCEL_SUCCESS;
-  return exchange_full(__func__, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_maybe_exchange_device(device, previous); },
+                        [](auto r) { return r; });
+  return impl_maybe_exchange_device(device, previous);
 }
 
 accel_status_t accel_synchronize(int32_t device) {

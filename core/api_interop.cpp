@@ -94,7 +94,7 @@ accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_
 
 extern "C" {
 
-accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
+static inline accel_status_t impl_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
   // Fast path: a live stream whose handle was asked before, of a backend
   // still usable in this process. Only a copy: no lock is taken, so a call
   // from a plugin callback cannot deadlock here and is not refused.
@@ -111,6 +111,13 @@ accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_ha
     return ACCEL_SUCCESS;
   }
   return stream_native_handle_full(stream, out);
+}
+
+accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
+  if (trace_on()) [[unlikely]]
+    return traced_plain(__func__, [&] { return impl_stream_native_handle(stream, out); },
+                        [](auto r) { return r; });
+  return impl_stream_native_handle(stream, out);
 }
 
 accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handle_t* out) {

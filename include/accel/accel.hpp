@@ -1689,6 +1689,36 @@ inline std::uint64_t device_module_formats(std::optional<int> device = {}) {
   return formats;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Tracing (docs/tracing.md)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A named range for the scope's lifetime (accel_range_push/accel_range_pop),
+ * as torch.cuda.nvtx.range and nvtx3::scoped_range: in the ACCEL_TRACE
+ * timeline and, while cuda is current, in Nsight Systems. The constructor
+ * throws Error for a NULL name; the destructor never throws. Not copyable
+ * or movable; construct and destroy it on one thread (ranges are per
+ * thread). */
+class ScopedRange {
+ public:
+  explicit ScopedRange(const char* name) {
+    detail::check(accel_range_push(name), "accel_range_push");
+  }
+  explicit ScopedRange(const std::string& name) : ScopedRange(name.c_str()) {}
+  ~ScopedRange() noexcept { detail::report_status("~ScopedRange", accel_range_pop()); }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+  ScopedRange(ScopedRange&&) = delete;
+  ScopedRange& operator=(ScopedRange&&) = delete;
+};
+
+/* accel_trace_flush: write the trace file now. Throws Error when it cannot
+ * be written. */
+inline void trace_flush() { detail::check(accel_trace_flush(), "accel_trace_flush"); }
+
+/* accel_trace_enabled: whether ACCEL_TRACE is writing a trace. */
+inline bool trace_enabled() noexcept { return accel_trace_enabled() != 0; }
+
 }  // namespace accel
 
 #endif /* ACCEL_ACCEL_HPP */

@@ -1,0 +1,110 @@
+/* Drives the trace from C: ranges (nested, and misuse), copies, a host
+ * function and an event on a stream, 8 threads at once, a fork child that
+ * calls accel and flushes, and accel_trace_flush mid-run. trace_check.py
+ * runs it with ACCEL_TRACE set and checks the file it leaves.
+ * Prints "trace enabled: N" first; exits non-zero on any unexpected status. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "accel/accel.h"
+
+#define CHECK(call, want)                                                             \
+  do {                                                                                \
+    accel_status_t st_ = (call);                                                      \
+    if (st_ != (want)) {                                                              \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s: %s\n", __FILE__, __LINE__, \
+              #call, accel_status_name(st_), accel_status_name(want), accel_last_error()); \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+enum { kThreads = 8, kCopies = 25, kBytes = 4096 };
+
+static void host_fn(void* arg) { *(volatile int*)arg = 1; }
+
+static void* worker(void* arg) {
+  (void)arg;
+  char host[kBytes];
+  memset(host, 7, sizeof host);
+  void* dev = NULL;
+  CHECK(accel_range_push("worker"), ACCEL_SUCCESS);
+  CHECK(accel_malloc(-1, kBytes, &dev), ACCEL_SUCCESS);
+  accel_stream_t s = NULL;
+  CHECK(accel_stream_create(-1, 0, &s), ACCEL_SUCCESS);
+  for (int i = 0; i < kCopies; ++i) {
+    CHECK(accel_memcpy_async(dev, host, kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s), ACCEL_SUCCESS);
+    CHECK(accel_memcpy_async(host, dev, kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s), ACCEL_SUCCESS);
+  }
+  CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
+  CHECK(accel_stream_destroy(s), ACCEL_SUCCESS);
+  CHECK(accel_free(dev), ACCEL_SUCCESS);
+  CHECK(accel_range_pop(), ACCEL_SUCCESS);
+  return NULL;
+}
+
+int main(void) {
+  printf("trace enabled: %d\n", accel_trace_enabled());
+  fflush(stdout);
+  if (accel_device_count() < 1) {
+    fprintf(stderr, "no accelerator: %s\n", accel_selection_reason());
+    return 1;
+  }
+  /* Misuse changes nothing and says why. */
+  CHECK(accel_range_pop(), ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_range_push(NULL), ACCEL_ERROR_INVALID_ARGUMENT);
+
+  CHECK(accel_range_push("outer"), ACCEL_SUCCESS);
+  CHECK(accel_range_push("inner"), ACCEL_SUCCESS);
+  accel_stream_t s = NULL;
+  CHECK(accel_stream_create(-1, 0, &s), ACCEL_SUCCESS);
+  void* dev = NULL;
+  char host[1 << 16];
+  memset(host, 1, sizeof host);
+  CHECK(accel_malloc(-1, sizeof host, &dev), ACCEL_SUCCESS);
+  CHECK(accel_memcpy_async(dev, host, sizeof host, ACCEL_MEMCPY_HOST_TO_DEVICE, s), ACCEL_SUCCESS);
+  CHECK(accel_memset_async(dev, 0, sizeof host, s), ACCEL_SUCCESS);
+  volatile int ran = 0;
+  CHECK(accel_launch_host_func(s, host_fn, (void*)&ran), ACCEL_SUCCESS);
+  accel_event_t ev = NULL;
+  CHECK(accel_event_create(-1, 0, &ev), ACCEL_SUCCESS);
+  CHECK(accel_event_record(ev, s), ACCEL_SUCCESS);
+  CHECK(accel_memcpy_async(host, dev, sizeof host, ACCEL_MEMCPY_DEVICE_TO_HOST, s), ACCEL_SUCCESS);
+  CHECK(accel_event_synchronize(ev), ACCEL_SUCCESS);
+  CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
+  CHECK(accel_range_pop(), ACCEL_SUCCESS);
+  /* A flush mid-run leaves a complete file (the checker reads the last). */
+  CHECK(accel_trace_flush(), ACCEL_SUCCESS);
+
+  /* A fork child calls accel and flushes: it must not write the parent's
+   * file (the checker finds no record of the child's pid). */
+  pid_t child = fork();
+  if (child == 0) {
+    int enabled = accel_trace_enabled();
+    accel_range_push("child");
+    accel_range_pop();
+    accel_status_t st = accel_trace_flush();
+    _exit(enabled == 0 && st == ACCEL_SUCCESS ? 0 : 3);
+  }
+  int wst = 0;
+  if (child < 0 || waitpid(child, &wst, 0) != child || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+    fprintf(stderr, "fork child: tracing should be off in the child and its flush a no-op\n");
+    return 1;
+  }
+  printf("fork child: %d\n", (int)child);
+
+  pthread_t threads[kThreads];
+  for (int i = 0; i < kThreads; ++i) pthread_create(&threads[i], NULL, worker, NULL);
+  for (int i = 0; i < kThreads; ++i) pthread_join(threads[i], NULL);
+
+  CHECK(accel_event_destroy(ev), ACCEL_SUCCESS);
+  CHECK(accel_free(dev), ACCEL_SUCCESS);
+  CHECK(accel_stream_destroy(s), ACCEL_SUCCESS);
+  CHECK(accel_empty_cache(-1), ACCEL_SUCCESS);
+  CHECK(accel_range_pop(), ACCEL_SUCCESS); /* "outer" */
+  printf("host function ran: %d\n", ran);
+  return ran == 1 ? 0 : 1; /* exit() writes the rest of the trace */
+}
