@@ -31,6 +31,9 @@ int main() try {
   const auto block = static_cast<std::uint32_t>(
       std::min<std::int64_t>(256, saxpy.attributes().max_threads_per_block));
 
+  // A named range: a slice around this work in an ACCEL_TRACE timeline (and
+  // in Nsight Systems on cuda).
+  accel::ScopedRange range("saxpy");
   accel::Stream stream = accel::Stream::create();
   accel::DeviceBuffer<float> dx(n, stream), dy(n, stream);
   dx.copy_from(x, stream);

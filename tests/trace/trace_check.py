@@ -4,6 +4,7 @@
 trace_check.py MODE -- PROGRAM ARGS...
   saxpy    examples/saxpy traced: lanes, a saxpy kernel span with grid and
            block, copies with GB/s, stream order, no overlap, flows.
+  saxpy-cxx  the same for the C++ example, plus its accel::ScopedRange.
   api      tests/trace/trace_api.c: the same checks, plus ranges (B/E
            balanced per thread), 8+ host threads, memory events and
            counters, and nothing from the fork child.
@@ -196,7 +197,12 @@ def main():
                 if other.get("events_dropped") != 0:
                     fail("records were dropped: %r" % other)
                 host_pid, api, spans = check_lanes(
-                    ev, other, kernel="saxpy" if mode == "saxpy" else None)
+                    ev, other, kernel="saxpy" if mode.startswith("saxpy") else None)
+                if mode == "saxpy-cxx":
+                    b = [e for e in ev if e["ph"] == "B" and e["name"] == "saxpy"]
+                    e_ = [e for e in ev if e["ph"] == "E"]
+                    if len(b) != 1 or len(e_) != 1 or e_[0]["tid"] != b[0]["tid"]:
+                        fail("the ScopedRange 'saxpy' is not one balanced B/E pair")
                 if mode == "api" and host_pid is not None:
                     check_api(ev, p, host_pid, api, spans)
     print("trace_check: " + ("PASS" if not fails else "FAIL (%d)" % len(fails)))
