@@ -90,8 +90,8 @@ class TraceSpan {
 
 // After a synchronize or a completed query: time the spans that are done.
 void trace_resolve();
-// Before a stream's plugin handle is destroyed: wait for it (unless this
-// thread runs one of its host functions) and time its spans.
+// Before a stream's plugin handle is destroyed: its lane is set aside until
+// its queued spans have completed (never waits).
 void trace_stream_destroying(accel_stream_s* s);
 
 // --- allocator --------------------------------------------------------------

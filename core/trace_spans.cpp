@@ -72,6 +72,8 @@ struct Token {
 struct Spans {
   std::vector<std::unique_ptr<DeviceClock>> clocks;
   std::unordered_map<const accel_stream_s*, std::unique_ptr<Lane>> lanes;
+  // Lanes of destroyed streams whose queued work (and spans) may still run.
+  std::vector<std::unique_ptr<Lane>> orphans;
 };
 
 Spans& spans() {
@@ -191,7 +193,13 @@ void resolve_lane_locked(Lane& lane) {
         emit_locked(lane, p, p.enqueue_ns, trace_now_ns(), Clock::host);
       }
     } else {
-      // Host timestamps: done once the stream is seen idle.
+      // Host timestamps: done once the stream is seen idle, which a
+      // destroyed stream can no longer be asked.
+      if (lane.native == nullptr) {
+        trace_count_unresolved_locked(1);
+        lane.pending.pop_front();
+        continue;
+      }
       if (!idle_known) {
         idle = b.api.stream_query(lane.native) == ACCEL_SUCCESS;
         idle_known = true;
@@ -208,18 +216,24 @@ void resolve_lane_locked(Lane& lane) {
 
 }  // namespace
 
+// No plugin call that enqueues runs under the trace lock: an enqueue may
+// block on a full queue until the stream's worker runs a host function,
+// and that function's own accel calls need the lock.
 void TraceSpan::begin(accel_stream_s* s) {
   if (s == nullptr) return;
   (void)trace_host_tid();  // names this thread's lane outside the lock
   auto tok = std::make_unique<Token>();
-  std::lock_guard lock(trace_mutex());
-  Lane& lane = lane_locked(s);
-  tok->lane = &lane;
+  {
+    std::lock_guard lock(trace_mutex());
+    Lane& lane = lane_locked(s);
+    tok->lane = &lane;
+    tok->start = take_event_locked(*lane.clock);
+  }
   tok->enqueue_ns = trace_now_ns();
-  tok->start = take_event_locked(*lane.clock);
   if (tok->start != nullptr &&
       s->backend->api.event_record(tok->start, s->native) != ACCEL_SUCCESS) {
-    give_event_locked(*lane.clock, tok->start);
+    std::lock_guard lock(trace_mutex());
+    give_event_locked(*tok->lane->clock, tok->start);
     tok->start = nullptr;
   }
   token_ = tok.release();
@@ -241,23 +255,26 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   std::unique_ptr<Token> tok(static_cast<Token*>(token_));
   token_ = nullptr;
   const uint64_t flow = trace_next_flow_id();
-  std::lock_guard lock(trace_mutex());
   Lane& lane = *tok->lane;
   DeviceClock& dc = *lane.clock;
   Pending p;
   p.start = tok->start;
   p.enqueue_ns = tok->enqueue_ns;
   if (p.start != nullptr) {
-    p.end = take_event_locked(dc);
-    if (p.end != nullptr && dc.backend->api.event_record(p.end, lane.native) != ACCEL_SUCCESS) {
-      give_event_locked(dc, p.end);
-      p.end = nullptr;
+    {
+      std::lock_guard lock(trace_mutex());
+      p.end = take_event_locked(dc);
     }
-    if (p.end == nullptr) {  // host timestamps for this one
+    bool recorded = p.end != nullptr &&
+                    dc.backend->api.event_record(p.end, lane.native) == ACCEL_SUCCESS;
+    if (!recorded) {  // host timestamps for this one
+      std::lock_guard lock(trace_mutex());
+      give_event_locked(dc, p.end);
       give_event_locked(dc, p.start);
-      p.start = nullptr;
+      p.start = p.end = nullptr;
     }
   }
+  std::lock_guard lock(trace_mutex());
   static constexpr const char* kNames[] = {"memcpy",        "memset",       "kernel",   "host function",
                                            "event record", "event wait",   "memcpy peer"};
   TraceRec& r = p.rec;
@@ -296,18 +313,24 @@ void trace_resolve() {
   if (!trace_on()) return;
   std::lock_guard lock(trace_mutex());
   for (auto& [s, lane] : spans().lanes) resolve_lane_locked(*lane);
+  auto& orphans = spans().orphans;
+  for (auto& lane : orphans) resolve_lane_locked(*lane);
+  std::erase_if(orphans, [](const auto& lane) { return lane->pending.empty(); });
 }
 
 void trace_stream_destroying(accel_stream_s* s) {
   if (!trace_on()) return;
-  // Its last spans are timed before the handle goes (tracing makes this
-  // destroy wait; a host function of the stream cannot, and gives them up).
-  if (!running_on_stream(s)) (void)s->backend->api.stream_synchronize(s->native);
+  // Never waits: the stream's queued work still completes after the destroy
+  // (it may be gated by a host function released later), and its
+  // event-timed spans are timed then, from the lane kept aside here.
   std::lock_guard lock(trace_mutex());
   auto it = spans().lanes.find(s);
   if (it == spans().lanes.end()) return;
   resolve_lane_locked(*it->second);
-  trace_count_unresolved_locked(it->second->pending.size());
+  if (!it->second->pending.empty()) {
+    it->second->native = nullptr;
+    spans().orphans.push_back(std::move(it->second));
+  }
   spans().lanes.erase(it);
 }
 

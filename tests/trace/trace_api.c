@@ -26,6 +26,25 @@ enum { kThreads = 8, kCopies = 25, kBytes = 4096 };
 
 static void host_fn(void* arg) { *(volatile int*)arg = 1; }
 
+/* Holds its stream until *arg becomes non-zero. */
+static void gate(void* arg) {
+  while (__atomic_load_n((int*)arg, __ATOMIC_ACQUIRE) == 0) usleep(1000);
+}
+
+static void* open_later(void* arg) {
+  usleep(20000);
+  __atomic_store_n((int*)arg, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* A host function that calls accel (traced calls on the worker's lane). */
+static void calls_accel(void* arg) {
+  (void)arg;
+  (void)accel_current_device_index();
+  accel_range_push("in a host function");
+  accel_range_pop();
+}
+
 static void* worker(void* arg) {
   (void)arg;
   char host[kBytes];
@@ -76,6 +95,33 @@ int main(void) {
   CHECK(accel_event_synchronize(ev), ACCEL_SUCCESS);
   CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
   CHECK(accel_range_pop(), ACCEL_SUCCESS);
+
+  /* Host functions that call accel while the stream's queue is full (sim
+   * holds 4096 tasks; each traced memset queues three): the tracer never
+   * holds its lock across an enqueue, which may block until the worker has
+   * run those functions. A regression hangs here (the test's timeout). */
+  for (int i = 0; i < 3000; ++i) {
+    CHECK(accel_memset_async(dev, i & 0xff, 64, s), ACCEL_SUCCESS);
+    if (i % 100 == 0) CHECK(accel_launch_host_func(s, calls_accel, NULL), ACCEL_SUCCESS);
+  }
+  CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
+  /* Destroying a stream that a host function still holds: with tracing the
+   * destroy adds no wait of its own (sim's destroy drains the queue, so
+   * another thread opens the gate); the spans are timed once the work has
+   * run (the checker wants no unresolved span). */
+  {
+    accel_stream_t gated = NULL;
+    int open_gate = 0;
+    CHECK(accel_stream_create(-1, 0, &gated), ACCEL_SUCCESS);
+    CHECK(accel_launch_host_func(gated, gate, &open_gate), ACCEL_SUCCESS);
+    CHECK(accel_memcpy_async(dev, host, sizeof host, ACCEL_MEMCPY_HOST_TO_DEVICE, gated),
+          ACCEL_SUCCESS);
+    pthread_t opener;
+    pthread_create(&opener, NULL, open_later, &open_gate);
+    CHECK(accel_stream_destroy(gated), ACCEL_SUCCESS);
+    pthread_join(opener, NULL);
+    CHECK(accel_synchronize(-1), ACCEL_SUCCESS);
+  }
   /* A flush mid-run leaves a complete file (the checker reads the last). */
   CHECK(accel_trace_flush(), ACCEL_SUCCESS);
 

@@ -204,12 +204,14 @@ def main():
                     if len(b) != 1 or len(e_) != 1 or e_[0]["tid"] != b[0]["tid"]:
                         fail("the ScopedRange 'saxpy' is not one balanced B/E pair")
                 if mode == "api" and host_pid is not None:
-                    check_api(ev, p, host_pid, api, spans)
+                    check_api(ev, p, host_pid, api, spans, other)
     print("trace_check: " + ("PASS" if not fails else "FAIL (%d)" % len(fails)))
     return 0 if not fails else 1
 
 
-def check_api(ev, p, host_pid, api, spans):
+def check_api(ev, p, host_pid, api, spans, other):
+    if other.get("spans_unresolved") != 0:
+        fail("spans were left untimed (a destroyed stream's?): %r" % other)
     child = [l.split(":")[1].strip() for l in p.stdout.splitlines() if l.startswith("fork child:")]
     pids = {e["pid"] for e in ev if e["ph"] != "M"}
     if child and int(child[0]) in pids:
@@ -228,7 +230,7 @@ def check_api(ev, p, host_pid, api, spans):
             names.append(e["name"])
     if any(depth.values()):
         fail("unbalanced ranges: %r" % depth)
-    for n in ("outer", "inner", "worker"):
+    for n in ("outer", "inner", "worker", "in a host function"):
         if n not in names:
             fail("range %r is missing" % n)
     if "child" in names:
