@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/gpu/cuda.sh - build accel and run it on a machine with a real NVIDIA
-# GPU: the conformance suite, accelctl backends/devices/selftest, the CUDA
+# GPU: the conformance suite, accelctl backends/devices/selftest/bench, the CUDA
 # plugin's own tests (over the fake driver), the ABI 1.1 interop checks on
 # the real driver (tests/gpu/cuda_interop.c: driver work on an exported
 # CUstream between accel copies, a wrapped CUstream, pinned vs pageable H2D
@@ -129,6 +129,12 @@ run() {  # run NAME CMD...: time it, keep going on failure
 run "accelctl backends" "$accelctl" backends
 run "accelctl devices" env ACCEL_BACKEND=cuda "$accelctl" devices
 run "accelctl selftest" "$accelctl" selftest --backend cuda
+# Copy bandwidth (pageable, pinned, D2D, peer with two GPUs) and latencies:
+# the quick table, then the full run as JSON (and its plot) for the note.
+run "accelctl bench --quick" "$accelctl" bench --quick --backend cuda
+run "accelctl bench --json (full)" "$accelctl" bench --json --backend cuda \
+  --svg "$build/accelctl-bench-cuda.svg"
+echo "(plot: $build/accelctl-bench-cuda.svg)"
 run "conformance" "$conformance" --backend cuda --durations yes
 run "interop on the driver API (exported and wrapped CUstreams, pinned memory, attributes, peers)" \
   env ACCEL_BACKEND=cuda "$interop"

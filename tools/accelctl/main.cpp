@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 
+#include "bench.hpp"
 #include "commands.hpp"
 
 namespace {
@@ -132,6 +133,58 @@ int main(int argc, char** argv) {
   add_backend_option(*memory, backend_name);
   add_json_flag(*memory, json);
 
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Measure copy bandwidth and event, host function, launch and allocation latency");
+  bench->footer(
+      "Per device of the current accelerator (or --device N): copy bandwidth in GB/s\n"
+      "(1e9 bytes/s) over sizes from 4 KiB doubling to --max-bytes (256 MiB), each\n"
+      "bounded by the device's memory (skipped sizes are noted): H2D and D2H from\n"
+      "pageable and from pinned host memory (accel_host_malloc), D2D, and peer (this\n"
+      "device to the next, accel_memcpy_peer_async; 'n/a: one device' with one).\n"
+      "Each figure is the median of batches of copies, timed with timing events\n"
+      "(accel_event_elapsed_time) where the backend has them, else with the host clock\n"
+      "around a stream synchronize (\"timer\": \"events\" or \"host\"; --host-timer: host).\n"
+      "Latencies in microseconds (median): event record + synchronize on an idle\n"
+      "stream; a host function from enqueue to its start and to the stream synchronize\n"
+      "returning; the 'empty' kernel of kernels/ launched in batches (launch +\n"
+      "completion amortised, and the launch call alone), where the backend has\n"
+      "modules; an accel_malloc + accel_free pair of 1 MiB with the caching allocator\n"
+      "and with the native one (measured in a child accelctl started with\n"
+      "ACCEL_ALLOC_CONF=backend:native: the allocator is chosen once per process).\n"
+      "--quick: the same sizes, 3 batches each (2 from 64 MiB; the full run takes 9 and\n"
+      "5, and warms up every size), smaller batches and fewer latency repetitions:\n"
+      "under 10 s on sim and PoCL. The full run takes about 5 s per device there, up\n"
+      "to a minute on a slow device.\n"
+      "--svg FILE: a plot of bandwidth against transfer size, one line per direction,\n"
+      "one chart per device.\n"
+      "Exits 1 when an accel call failed (its status and detail are printed).\n"
+      "JSON: {\"schema_version\", \"backend\", \"timer\", \"quick\", \"sizes\", \"seconds\",\n"
+      "\"devices\": [{\"index\", \"name\", \"free_bytes\", \"total_bytes\", \"max_bytes\",\n"
+      "\"seconds\", \"series\": {\"h2d_pageable\": [{\"bytes\", \"gbps\", \"reps\"}], ...},\n"
+      "\"labels\", \"peer\": {\"to\", \"access\"} or null, \"latency_us\": {\"event_round_trip\",\n"
+      "\"host_func_start\", \"host_func\", \"kernel_launch\", \"kernel_enqueue\",\n"
+      "\"alloc_cached\", \"alloc_native\"}, \"latency_notes\", \"notes\", \"errors\"}],\n"
+      "\"passed\"}.");
+  accelctl::BenchOptions bench_opts;
+  std::string svg_file;
+  bool alloc_probe = false;
+  bench->add_flag("--quick", bench_opts.quick,
+                  "Fewer repetitions, smaller batches: under 10 s on sim and PoCL");
+  bench->add_option("--device", bench_opts.device, "Measure only this device index")
+      ->check(CLI::NonNegativeNumber);
+  bench
+      ->add_option("--max-bytes", bench_opts.max_bytes,
+                   "Largest transfer size in bytes, rounded down to a power of two (default "
+                   "268435456 = 256 MiB)")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40));
+  bench->add_flag("--host-timer", bench_opts.host_timer,
+                  "Time copies with the host clock even where the backend has timing events");
+  bench->add_option("--svg", svg_file, "Write a plot of bandwidth against size to this SVG file");
+  // Internal: the child that measures the other allocator (bench_latency.cpp).
+  bench->add_flag("--internal-alloc-probe", alloc_probe)->group("");
+  add_backend_option(*bench, backend_name);
+  add_json_flag(*bench, json);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -151,6 +204,9 @@ int main(int argc, char** argv) {
     if (backends->parsed()) return accelctl::run_backends(json);
     if (devices->parsed()) return accelctl::run_devices(json);
     if (memory->parsed()) return accelctl::run_memory(json, snapshot_file, dump_file);
+    if (bench->parsed() && alloc_probe)
+      return accelctl::run_alloc_probe(bench_opts.device, bench_opts.max_bytes, bench_opts.quick);
+    if (bench->parsed()) return accelctl::run_bench(bench_opts, json, svg_file, "/proc/self/exe");
     return accelctl::run_summary(json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "accelctl: error: %s\n", e.what());

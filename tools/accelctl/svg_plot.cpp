@@ -1,0 +1,183 @@
+// svg_plot.cpp - plain SVG line charts: axes, ticks, grid, labels, one
+// polyline per series and a legend. Every text is escaped; numbers are
+// written with a fixed precision, so the output is the same on every locale.
+#include "svg_plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace accelctl::svg {
+namespace {
+
+constexpr double kWidth = 820;
+constexpr double kChartHeight = 400;
+constexpr double kTitleHeight = 36;
+constexpr double kLeft = 70, kRight = 210, kTop = 34, kBottom = 54;
+
+// Colour-blind-safe palette (Okabe and Ito), then greys.
+constexpr const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                    "#CC79A7", "#56B4E9", "#000000", "#999999"};
+
+// The smallest 1, 2 or 5 x 10^k at or above v (v > 0).
+double nice_ceiling(double v) {
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= v * (1 - 1e-12)) return m * p;
+  return 10 * p;
+}
+
+std::string number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
+void render_chart(std::string& out, const Chart& c, double y0) {
+  double xmin = 0, xmax = 0, ymax = 0;
+  bool any = false;
+  for (const auto& s : c.series)
+    for (const auto& [x, y] : s.points) {
+      if (!(x > 0) || !std::isfinite(y)) continue;
+      const double lx = std::log2(x);
+      xmin = any ? std::min(xmin, lx) : lx;
+      xmax = any ? std::max(xmax, lx) : lx;
+      ymax = std::max(ymax, y);
+      any = true;
+    }
+  xmin = std::floor(xmin);
+  xmax = std::ceil(xmax);
+  if (xmax <= xmin) xmax = xmin + 1;
+  const double ytop = ymax > 0 ? nice_ceiling(ymax) : 1;
+  const double px0 = kLeft, px1 = kWidth - kRight;
+  const double py0 = y0 + kTop, py1 = y0 + kChartHeight - kBottom;
+  const auto sx = [&](double lx) { return px0 + (lx - xmin) / (xmax - xmin) * (px1 - px0); };
+  const auto sy = [&](double y) { return py1 - y / ytop * (py1 - py0); };
+
+  out += fmt::format("<g class=\"chart\"{}>\n", c.group_attrs.empty() ? "" : " " + c.group_attrs);
+  out += fmt::format(
+      "<text class=\"chart-title\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+      "font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+      (px0 + px1) / 2, y0 + 20, escape(c.title));
+  // Grid and ticks: every power of two on x, labelled so labels do not crowd.
+  const int span = static_cast<int>(xmax - xmin);
+  const int label_every = span <= 10 ? 1 : span <= 20 ? 2 : 4;
+  for (int i = 0; i <= span; ++i) {
+    const double lx = xmin + i;
+    const double x = sx(lx);
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+        "stroke=\"#e5e5e5\"/>\n<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" "
+        "x2=\"{0:.1f}\" y2=\"{3:.1f}\" stroke=\"#000\"/>\n",
+        x, py0, py1, py1 + 5);
+    if (i % label_every == 0) {
+      const std::string text = c.x_tick_text ? c.x_tick_text(std::exp2(lx)) : number(std::exp2(lx));
+      out += fmt::format(
+          "<text class=\"tick-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+          "font-size=\"11\">{}</text>\n",
+          x, py1 + 18, escape(text));
+    }
+  }
+  constexpr int kYTicks = 5;
+  for (int i = 0; i <= kYTicks; ++i) {
+    const double v = ytop * i / kYTicks;
+    const double y = sy(v);
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{1:.1f}\" y2=\"{2:.1f}\" "
+        "stroke=\"#e5e5e5\"/>\n<line class=\"tick\" x1=\"{3:.1f}\" y1=\"{2:.1f}\" "
+        "x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n"
+        "<text class=\"tick-label\" x=\"{4:.1f}\" y=\"{5:.1f}\" text-anchor=\"end\" "
+        "font-size=\"11\">{6}</text>\n",
+        px0, px1, y, px0 - 5, px0 - 8, y + 4, escape(number(v)));
+  }
+  out += fmt::format(
+      "<line class=\"axis\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{1:.1f}\" y2=\"{2:.1f}\" "
+      "stroke=\"#000\"/>\n<line class=\"axis\" x1=\"{0:.1f}\" y1=\"{3:.1f}\" x2=\"{0:.1f}\" "
+      "y2=\"{2:.1f}\" stroke=\"#000\"/>\n",
+      px0, px1, py1, py0);
+  out += fmt::format(
+      "<text class=\"axis-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+      "font-size=\"12\">{}</text>\n",
+      (px0 + px1) / 2, py1 + 40, escape(c.x_label));
+  out += fmt::format(
+      "<text class=\"axis-label\" x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" "
+      "font-size=\"12\" transform=\"rotate(-90 {0:.1f} {1:.1f})\">{2}</text>\n",
+      px0 - 50, (py0 + py1) / 2, escape(c.y_label));
+
+  // Series and legend.
+  int k = 0;
+  for (const auto& s : c.series) {
+    std::string pts;
+    for (const auto& [x, y] : s.points) {
+      if (!(x > 0) || !std::isfinite(y)) continue;
+      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", sx(std::log2(x)), sy(y));
+    }
+    if (pts.empty()) continue;
+    const char* colour = kColours[k % (sizeof kColours / sizeof kColours[0])];
+    out += fmt::format(
+        "<polyline class=\"series {0}\" data-series=\"{0}\" fill=\"none\" stroke=\"{1}\" "
+        "stroke-width=\"2\" points=\"{2}\"><title>{3}</title></polyline>\n",
+        escape(s.id), colour, pts, escape(s.label));
+    const double ly = py0 + 8 + 20 * k;
+    out += fmt::format(
+        "<g class=\"legend-entry\"><line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" "
+        "y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/><text x=\"{4:.1f}\" y=\"{5:.1f}\" "
+        "font-size=\"12\">{6}</text></g>\n",
+        px1 + 16, ly, px1 + 40, colour, px1 + 46, ly + 4, escape(s.label));
+    ++k;
+  }
+  out += "</g>\n";
+}
+
+}  // namespace
+
+std::string escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // Control characters other than tab, newline and CR are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+          out += ' ';
+        else
+          out += ch;
+    }
+  }
+  return out;
+}
+
+std::string render(const std::string& title, const std::vector<Chart>& charts) {
+  const double height =
+      kTitleHeight + kChartHeight * static_cast<double>(std::max<size_t>(1, charts.size()));
+  std::string out = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0:.0f}\" "
+      "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\">\n"
+      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
+      "<text class=\"title\" x=\"{3:.1f}\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" "
+      "font-weight=\"bold\">{2}</text>\n",
+      kWidth, height, escape(title), kWidth / 2);
+  for (size_t i = 0; i < charts.size(); ++i)
+    render_chart(out, charts[i], kTitleHeight + kChartHeight * static_cast<double>(i));
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace accelctl::svg
