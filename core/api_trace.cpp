@@ -21,9 +21,15 @@ namespace {
 
 thread_local uint32_t t_range_depth = 0;
 
+// The current accelerator is chosen once, by discovery (which this call
+// runs if nothing has yet).
 [[maybe_unused]] bool cuda_current() {
-  Backend* b = fast_current();
-  return b != nullptr && b->name == "cuda";
+  try {
+    Backend* b = runtime().current;
+    return b != nullptr && b->name == "cuda";
+  } catch (...) {
+    return false;
+  }
 }
 
 void record_range(Ph ph, const char* name) {
