@@ -365,6 +365,9 @@ void trace_call_begin(TraceCall& c, const char* fn) {
 void trace_call_end(TraceCall& c, accel_status_t st) {
   const uint64_t end = trace_now_ns();
   t_call = c.outer;
+  // A fork() inside the call (a vendor library's helper) leaves the child
+  // here with tracing off and the lock perhaps held by a thread it lacks.
+  if (!g_trace_on) return;
   TraceRec r;
   r.ph = Ph::complete;
   r.pid = trace_pid();

@@ -242,6 +242,7 @@ void TraceSpan::begin(accel_stream_s* s) {
 void TraceSpan::abandon() {
   std::unique_ptr<Token> tok(static_cast<Token*>(token_));
   token_ = nullptr;
+  if (!trace_on()) return;  // a fork child (see trace_call_end)
   std::lock_guard lock(trace_mutex());
   give_event_locked(*tok->lane->clock, tok->start);
 }
@@ -254,6 +255,7 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   }
   std::unique_ptr<Token> tok(static_cast<Token*>(token_));
   token_ = nullptr;
+  if (!trace_on()) return;  // a fork child (see trace_call_end)
   const uint64_t flow = trace_next_flow_id();
   Lane& lane = *tok->lane;
   DeviceClock& dc = *lane.clock;
