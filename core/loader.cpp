@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -334,6 +336,41 @@ bool takes_name(const Backend& b) {
   return b.loaded && (b.status == ACCEL_BACKEND_AVAILABLE || b.status == ACCEL_BACKEND_NO_DEVICES);
 }
 
+// The backend a file's name says it provides: "accel-<name>.so" with '-'
+// read as '_' (accel-level-zero.so: level_zero), the names every in-tree
+// plugin is installed under; "" for any other file name.
+std::string named_backend(const std::string& file) {
+  constexpr std::string_view prefix = "accel-", suffix = ".so";
+  if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return {};
+  std::string name = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+  std::replace(name.begin(), name.end(), '-', '_');
+  return valid_name(name.c_str()) ? name : std::string();
+}
+
+void log_outcome(const Backend& b) {
+  if (b.status == ACCEL_BACKEND_REJECTED) {
+    log().warn("plugin {} rejected: {}", b.path, b.reason);
+  } else {
+    log().debug("plugin {} ({}): {} {}", b.path, b.name, accel_backend_status_name(b.status),
+                b.reason);
+  }
+}
+
+std::string pending_name(const std::vector<std::pair<size_t, std::string>>& pending,
+                         size_t index) {
+  for (const auto& p : pending)
+    if (p.first == index) return p.second;
+  return {};
+}
+
+// ACCEL_BACKEND, when it is set to a valid backend name.
+std::string wanted_backend() {
+  const char* env = secure_getenv("ACCEL_BACKEND");
+  return env != nullptr && valid_name(env) ? std::string(env) : std::string();
+}
+
 }  // namespace
 
 Entries discover_plugins() {
@@ -342,6 +379,9 @@ Entries discover_plugins() {
   std::set<std::pair<dev_t, ino_t>> seen_files;
   std::map<std::pair<dev_t, ino_t>, std::string> file_owner;
   std::map<std::string, const Backend*> names;
+  // Candidates that passed the file checks: (index in entries, the backend
+  // their file name says they provide, "" when it says none).
+  std::vector<std::pair<size_t, std::string>> pending;
 
   for (const auto& dir : plugin_search_dirs()) {
     if (!dir.refusal.empty() || !dir.duplicate_of.empty()) {
@@ -381,29 +421,64 @@ Entries discover_plugins() {
       } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
         b->reason = refusal;
       } else {
-        load_candidate(*b, names);
-        if (!b->priority_note.empty())
-          b->reason = b->reason.empty() ? b->priority_note : b->reason + "; " + b->priority_note;
-        if (takes_name(*b)) {
-          names.emplace(b->name, b.get());
-          // Earlier copies that could not serve the name say who does.
-          for (auto& earlier : entries) {
-            if (earlier->loaded && earlier->name == b->name && !takes_name(*earlier)) {
-              earlier->reason +=
-                  fmt::format(" (backend '{}' is provided by the later copy {})", b->name, b->path);
-            }
-          }
-        }
+        pending.push_back({entries.size(), named_backend(file)});
       }
-      if (b->status == ACCEL_BACKEND_REJECTED) {
-        log().warn("plugin {} rejected: {}", b->path, b->reason);
-      } else {
-        log().debug("plugin {} ({}): {} {}", b->path, b->name, accel_backend_status_name(b->status),
-                    b->reason);
-      }
+      if (pending.empty() || pending.back().first != entries.size()) log_outcome(*b);
       entries.push_back(std::move(b));
     }
   }
+
+  // With ACCEL_BACKEND=name, when some candidate's file is named for that
+  // backend (accel-<name>.so), files named for another backend are not
+  // opened at all: dlopen alone may load a vendor library (the opencl
+  // plugin links the ICD loader, which loads every ICD it finds), and the
+  // program asked for one backend. Files with other names are loaded as
+  // usual (their name says nothing about the backend they provide). Should
+  // none of those take the name, the skipped files are loaded after all, so
+  // the answer is the one a full discovery gives.
+  const std::string wanted = wanted_backend();
+  bool narrow = false;
+  if (!wanted.empty()) {
+    for (const auto& p : pending) narrow = narrow || p.second == wanted;
+  }
+  auto load = [&](size_t index) {
+    Backend& b = *entries[index];
+    load_candidate(b, names);
+    if (!b.priority_note.empty())
+      b.reason = b.reason.empty() ? b.priority_note : b.reason + "; " + b.priority_note;
+    if (takes_name(b)) {
+      names.emplace(b.name, &b);
+      // Earlier copies that could not serve the name say who does.
+      for (size_t i = 0; i < index; ++i) {
+        Backend& earlier = *entries[i];
+        if (earlier.loaded && earlier.name == b.name && !takes_name(earlier)) {
+          earlier.reason +=
+              fmt::format(" (backend '{}' is provided by the later copy {})", b.name, b.path);
+        }
+      }
+    }
+  };
+  std::vector<size_t> skipped;
+  for (const auto& [index, named] : pending) {
+    if (narrow && !named.empty() && named != wanted) {
+      skipped.push_back(index);
+      continue;
+    }
+    load(index);
+  }
+  if (!skipped.empty() && names.count(wanted) != 0) {
+    for (size_t index : skipped) {
+      Backend& b = *entries[index];
+      b.status = ACCEL_BACKEND_UNAVAILABLE;
+      b.reason = fmt::format(
+          "not loaded: ACCEL_BACKEND={} (the file's name says it provides '{}'; with "
+          "ACCEL_BACKEND set, only the named backend's plugin is opened)",
+          wanted, pending_name(pending, index));
+    }
+  } else {
+    for (size_t index : skipped) load(index);
+  }
+  for (const auto& p : pending) log_outcome(*entries[p.first]);
   return entries;
 }
 

@@ -220,6 +220,12 @@ struct Stream {
   std::mutex mu;                 // guards everything below; orders enqueues
   std::condition_variable idle;  // signalled when no longer blocked with no deferred ops
   cl_event last = nullptr;       // event of the latest command enqueued, or null
+  // When the latest command is an event record's marker (events.cpp's fast
+  // path), the record holds the marker's one reference and `last` borrows
+  // it: this keeps the record alive, and nobody refills the record while it
+  // is here except a record on this stream, under mu. Null otherwise
+  // (`last` then owns one reference).
+  std::shared_ptr<Record> last_rec;
   bool last_complete = false;    // `last` was seen CL_COMPLETE (completion is final)
   bool blocked = false;          // a host function or a pending record holds later work
   std::deque<Op> deferred;       // operations waiting for the gate to open

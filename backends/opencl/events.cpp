@@ -34,6 +34,27 @@ accel_status_t submitted_event(const std::shared_ptr<Record>& rec, cl_event* ev)
   return ACCEL_SUCCESS;
 }
 
+// A record on a stream held back by a host function: a new record, made the
+// event's at once (it reads as not ready until submitted), queued behind the
+// gate. A failed enqueue changes nothing.
+accel_status_t record_behind_gate(Event* e, Stream* s) {
+  Op op;
+  op.kind = Op::RecordEvent;
+  op.rec = std::make_shared<Record>();
+  std::shared_ptr<Record> rec = op.rec, old;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    old = e->rec;
+    e->rec = rec;
+  }
+  accel_status_t st = stream_enqueue(s, std::move(op));
+  if (st != ACCEL_SUCCESS) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (e->rec == rec) e->rec = old;  // a failed record changes nothing
+  }
+  return st;
+}
+
 }  // namespace
 
 accel_status_t event_state(cl_event ev, const char* what) {
@@ -89,24 +110,93 @@ accel_status_t op_event_destroy(accel_plugin_event_t event) {
   });
 }
 
+// The fast path (the stream is not held back by a host gate, the common
+// case): the marker is enqueued and the record filled in before anyone else
+// can see it, so the record's own lock and condition variable are not
+// touched. The marker has one reference, the record's: the stream borrows
+// it as its latest command and keeps the record alive instead
+// (Stream::last_rec). The event's previous record is refilled in place when
+// nothing else holds it, or only this stream as its latest command (no
+// allocation per record: one pooled record per event). The event's lock is
+// held across the stream's (the only place both are held; nothing takes
+// them the other way round) so a concurrent query, wait or re-record of the
+// same event sees the old record or the new one, never one being refilled.
 accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t stream) {
   return guarded("event_record", [&]() -> accel_status_t {
     Event* e = as_event(event);
-    Op op;
-    op.kind = Op::RecordEvent;
-    op.rec = std::make_shared<Record>();
-    std::shared_ptr<Record> rec = op.rec, old;
+    Stream* s = stream_of(stream);
+    cl_event replaced = nullptr;    // the refilled record's old marker
+    cl_event old_last = nullptr;    // the stream's previous latest command (owned)
+    std::shared_ptr<Record> spare;  // a new record; after the swap, the old one
+    std::shared_ptr<Record> old_last_rec;
+    bool recorded = false;
     {
-      std::lock_guard<std::mutex> lock(e->mu);
-      old = e->rec;
-      e->rec = rec;
+      std::lock_guard<std::mutex> elock(e->mu);
+      std::unique_lock<std::mutex> slock(s->mu);
+      if (!s->blocked) {
+        // Refill when only the event holds its record, or the event and
+        // this stream (whose latest command is that record's marker: it is
+        // replaced here under s->mu). Everything else that reads a record
+        // (query, synchronize, elapsed time, a deferred wait) holds a copy
+        // taken under e->mu, held here; the acquire fence pairs with the
+        // release of the last other holder's reference.
+        Record* reuse = nullptr;
+        const long holders = e->rec ? e->rec.use_count() : 0;
+        if (holders == 1 || (holders == 2 && s->last_rec == e->rec)) {
+          std::atomic_thread_fence(std::memory_order_acquire);
+          if (e->rec->submitted && e->rec->waiters.empty()) reuse = e->rec.get();
+        }
+        if (reuse == nullptr) spare = std::make_shared<Record>();
+        cl_event ev = nullptr;
+        cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
+        // A failed record changes nothing (the event keeps its record).
+        if (err != CL_SUCCESS) return vendor_fail("clEnqueueMarkerWithWaitList", err);
+        err = clFlush(s->queue);
+        if (err != CL_SUCCESS) {
+          // The marker is queued: it is the stream's latest command (owned
+          // by the stream), and the event keeps its record.
+          if (s->last_rec) {
+            old_last_rec = std::move(s->last_rec);
+          } else {
+            old_last = s->last;
+          }
+          s->last = ev;
+          s->last_complete = false;
+          slock.unlock();
+          if (old_last != nullptr) clReleaseEvent(old_last);
+          return vendor_fail("clFlush", err);
+        }
+        Record* r = reuse != nullptr ? reuse : spare.get();
+        // The stream's previous latest command: the refilled record's old
+        // marker (released once, below, as `replaced`), another record's
+        // (that record is let go), or one the stream owns.
+        if (s->last_rec) {
+          if (s->last_rec.get() != r) old_last_rec = std::move(s->last_rec);
+        } else {
+          old_last = s->last;
+        }
+        replaced = r->ev;
+        r->ev = ev;
+        r->error = CL_SUCCESS;
+        r->profiling = s->profiling;
+        r->submitted = true;
+        r->complete.store(false, std::memory_order_relaxed);
+        if (reuse == nullptr) spare.swap(e->rec);
+        s->last = ev;
+        s->last_rec = e->rec;
+        s->last_complete = false;
+        recorded = true;
+      }
     }
-    accel_status_t st = stream_enqueue(stream_of(stream), std::move(op));
-    if (st != ACCEL_SUCCESS) {
-      std::lock_guard<std::mutex> lock(e->mu);
-      if (e->rec == rec) e->rec = old;  // a failed record changes nothing
-    }
-    return st;
+    // The stream is held back by a host function (host-side gate): the
+    // record waits in the stream's deferred list, unsubmitted, as it always
+    // has (this file's header).
+    if (!recorded) return record_behind_gate(e, s);
+    // Both locks are dropped before markers (and records: spare,
+    // old_last_rec) are released: PoCL may free an event there.
+    if (replaced != nullptr) clReleaseEvent(replaced);
+    if (old_last != nullptr) clReleaseEvent(old_last);
+    return ACCEL_SUCCESS;
   });
 }
 

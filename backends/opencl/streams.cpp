@@ -257,7 +257,10 @@ void stream_unref(Stream* s) {
   }
   // Queued work still completes: clReleaseCommandQueue flushes, and the
   // driver keeps the queue until its commands are done.
-  if (s->last) clReleaseEvent(s->last);
+  if (s->last_rec)
+    s->last_rec.reset();  // `last` was the record's
+  else if (s->last)
+    clReleaseEvent(s->last);
   // The state's one reference: the creation's for accel's own queues, the
   // program's for a queue given with ACCEL_NATIVE_TAKE_OWNERSHIP, the one
   // stream_from_native took with clRetainCommandQueue otherwise.
@@ -268,7 +271,10 @@ void stream_unref(Stream* s) {
 }
 
 accel_status_t stream_commit(Stream* s, cl_event ev) {
-  if (s->last) clReleaseEvent(s->last);
+  if (s->last_rec)
+    s->last_rec.reset();  // `last` was borrowed from that record
+  else if (s->last)
+    clReleaseEvent(s->last);
   s->last = ev;
   s->last_complete = false;
   cl_int err = clFlush(s->queue);

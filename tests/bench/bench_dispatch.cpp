@@ -12,9 +12,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -219,6 +222,107 @@ void BM_event_record(benchmark::State& state) {
   accel_stream_destroy(s);
 }
 BENCHMARK(BM_event_record);
+
+// ---- event_record with the stream's worker parked -------------------------
+// A sim stream is a task queue with its own worker thread. Recorded in a
+// plain loop, every record wakes the worker, which then competes with the
+// benchmark thread for the cores: on a 2-core machine the ratio of two such
+// loops measured the scheduler (1.04x to 4.6x between runs of one build).
+// Here each iteration is a batch of kRecordBatch records on a stream whose
+// worker is blocked inside a host function (a gate) the whole time: the
+// records only queue up, nothing runs beside the benchmark thread, and only
+// the batch is timed (manual time). Opening the gate and draining the stream
+// happen between batches, untimed. Both sides do exactly the same, so the
+// ratio is what accel adds to a record. kRecordBatch stays well under sim's
+// bound on queued tasks (4096), where enqueue would block.
+constexpr int kRecordBatch = 512;
+
+// A host function that tells the benchmark thread it is running, then waits
+// until the gate is opened.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool open = false;
+  static void hold(void* p) {
+    auto* g = static_cast<Gate*>(p);
+    std::unique_lock<std::mutex> lock(g->mu);
+    g->entered = true;
+    g->cv.notify_all();
+    g->cv.wait(lock, [&] { return g->open; });
+  }
+  void wait_entered() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+// Each iteration parks both workers (the private sim instance's stream and
+// accel's), then times one batch of kRecordBatch records through each, the
+// side that goes first alternating between iterations, so both batches see
+// the same load (runs of the two as separate benchmarks still moved by
+// 0.1-0.2 in their ratio on a shared machine). Then both gates open and both
+// streams drain, untimed. Counters: accel_ns and direct_ns per record, and
+// their ratio.
+void BM_event_record_gated_paired(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  const accel_plugin_api_t* a = direct_sim();
+  accel_plugin_stream_t ds = nullptr;
+  accel_plugin_event_t de = nullptr;
+  if (a == nullptr || a->launch_host_func == nullptr || a->stream_create(0, 0, &ds) != ACCEL_SUCCESS ||
+      a->event_create(0, 0, &de) != ACCEL_SUCCESS) {
+    state.SkipWithError("direct sim instance unavailable (ACCEL_BENCH_SIM_PLUGIN)");
+    return;
+  }
+  accel_stream_t s = nullptr;
+  accel_event_t e = nullptr;
+  accel_stream_create(0, 0, &s);
+  accel_event_create(0, 0, &e);
+  double wall[2] = {0, 0};
+  int failed = 0, first = 0;
+  auto batch = [&](int side) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (side == 0) {
+      for (int i = 0; i < kRecordBatch; ++i) failed |= accel_event_record(e, s) != ACCEL_SUCCESS;
+    } else {
+      for (int i = 0; i < kRecordBatch; ++i) failed |= a->event_record(de, ds) != ACCEL_SUCCESS;
+    }
+    wall[side] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (auto _ : state) {
+    Gate ga, gd;
+    if (accel_launch_host_func(s, Gate::hold, &ga) != ACCEL_SUCCESS ||
+        a->launch_host_func(ds, Gate::hold, &gd) != ACCEL_SUCCESS) {
+      state.SkipWithError("launch_host_func failed");
+      break;
+    }
+    ga.wait_entered();
+    gd.wait_entered();
+    batch(first);
+    batch(first ^ 1);
+    first ^= 1;
+    ga.release();
+    gd.release();
+    accel_stream_synchronize(s);
+    a->stream_synchronize(ds);
+  }
+  if (failed != 0) state.SkipWithError("a record failed");
+  const double n = static_cast<double>(state.iterations()) * kRecordBatch;
+  state.counters["accel_ns"] = wall[0] / n;
+  state.counters["direct_ns"] = wall[1] / n;
+  state.counters["ratio"] = wall[0] / wall[1];
+  state.counters["batch"] = kRecordBatch;
+  accel_event_destroy(e);
+  accel_stream_destroy(s);
+  a->event_destroy(de);
+  a->stream_destroy(ds);
+}
+BENCHMARK(BM_event_record_gated_paired);
 
 void BM_direct_event_query(benchmark::State& state) {
   const accel_plugin_api_t* a = direct_sim();
@@ -473,6 +577,62 @@ void BM_ocl_direct_peer_copy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
 }
 BENCHMARK(BM_ocl_direct_peer_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// accel_event_record against clEnqueueMarkerWithWaitList + clFlush (+ the
+// release of the previous marker, as re-recording does) on the very
+// cl_command_queue behind accel's stream, in alternating batches within one
+// iteration, so both sides see the same load (BM_event_record and
+// BM_ocl_direct_event_record run seconds apart, and on a shared machine
+// their ratio moved by 0.3 between runs). The side that goes first
+// alternates; the queue is drained after each batch, untimed. Counters:
+// accel_ns and direct_ns per record (wall time) and their ratio.
+void BM_ocl_event_record_paired(benchmark::State& state) {
+  if (!need_accel_opencl(state, 1)) return;
+  constexpr int kBatch = 64;
+  accel_stream_t s = nullptr;
+  accel_event_t e = nullptr;
+  cl_command_queue q = nullptr;
+  if (accel_stream_create(0, 0, &s) != ACCEL_SUCCESS || accel_event_create(0, 0, &e) != ACCEL_SUCCESS ||
+      (q = native_queue(s)) == nullptr) {
+    state.SkipWithError("accel stream / event on device 0 failed");
+    return;
+  }
+  double wall[2] = {0, 0};
+  int failed = 0;
+  cl_event last = nullptr;
+  auto batch = [&](int side) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (side == 0) {
+      for (int i = 0; i < kBatch; ++i) failed |= accel_event_record(e, s) != ACCEL_SUCCESS;
+    } else {
+      for (int i = 0; i < kBatch; ++i) {
+        cl_event next = nullptr;
+        failed |= clEnqueueMarkerWithWaitList(q, 0, nullptr, &next) != CL_SUCCESS;
+        clFlush(q);
+        if (last != nullptr) clReleaseEvent(last);
+        last = next;
+      }
+    }
+    wall[side] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    clFinish(q);
+  };
+  int first = 0;
+  for (auto _ : state) {
+    batch(first);
+    batch(first ^ 1);
+    first ^= 1;
+  }
+  if (last != nullptr) clReleaseEvent(last);
+  accel_stream_synchronize(s);
+  accel_event_destroy(e);
+  accel_stream_destroy(s);
+  if (failed != 0) state.SkipWithError("a record failed");
+  const double n = static_cast<double>(state.iterations()) * kBatch;
+  state.counters["accel_ns"] = wall[0] / n;
+  state.counters["direct_ns"] = wall[1] / n;
+  state.counters["ratio"] = wall[0] / wall[1];
+}
+BENCHMARK(BM_ocl_event_record_paired);
 #endif
 
 // ---- scaling: two threads must get >= 1.8x one thread's throughput ---------
