@@ -93,7 +93,10 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
                    "{}: the event belongs to {} device {} but the stream to {} device {}", fn,
                    b.name, event->device, stream->backend->name, stream->device);
     }
-    const uint64_t sequence = stream->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
+    // Host-function launches number themselves (fetch_add); a record only
+    // reads the count, so it compares >= the launches before it: no locked
+    // read-modify-write on the record path.
+    const uint64_t sequence = stream->sequence.load(std::memory_order_acquire);
     TraceSpan span(stream);
     auto st = call_plugin(b, "event_record",
                           [&] { return b.api.event_record(event->native, stream->native); });
@@ -127,7 +130,7 @@ accel_status_t accel_event_synchronize(accel_event_t event) {
     if (const HostCall* call = running_host_call(); call != nullptr) [[unlikely]] {
       const accel_stream_s* s = event->record_stream.load(std::memory_order_relaxed);
       if (s != nullptr && running_on_stream(s) &&
-          event->record_sequence.load(std::memory_order_relaxed) > call->sequence) {
+          event->record_sequence.load(std::memory_order_relaxed) >= call->sequence) {
         return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                      "{}: called from a host function running on the stream the event was "
                      "recorded on after it ({} device {}); the event completes only after the "

@@ -35,9 +35,10 @@ struct accel_stream_s {
   bool is_default = false;
   accel_plugin_stream_t native = nullptr;
   accel_stream_s* next_free = nullptr;
-  // Counts host-function launches and event records on this stream, so a
-  // host function can tell an event recorded after it (waiting for it would
-  // wait for itself) from one recorded before (callbacks.hpp).
+  // Counts host-function launches on this stream; an event record keeps the
+  // count it saw, so a host function can tell an event recorded after it
+  // (record count >= its own number: waiting for it would wait for itself)
+  // from one recorded before (callbacks.hpp).
   std::atomic<uint64_t> sequence{0};
   // The plugin's native handle, asked once (a stream's vendor queue never
   // changes while it lives): accel_stream_native_handle is then a copy.
