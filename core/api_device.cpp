@@ -81,10 +81,15 @@ static inline int impl_is_available(void) {
   }
 }
 
+// Out of line, so the fast path below keeps its arguments in registers.
+[[gnu::cold, gnu::noinline]] static int traced_accel_is_available(void) {
+  return traced_plain("accel_is_available", [&] { return impl_is_available(); },
+                      [](auto) { return ACCEL_SUCCESS; });
+}
+
 int accel_is_available(void) {
   if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_is_available(); },
-                        [](auto) { return ACCEL_SUCCESS; });
+    return traced_accel_is_available();
   return impl_is_available();
 }
 
@@ -114,16 +119,22 @@ static inline int32_t impl_device_count(void) {
   }
 }
 
+// Out of line, so the fast path below keeps its arguments in registers.
+[[gnu::cold, gnu::noinline]] static int32_t traced_accel_device_count(void) {
+  return traced_plain("accel_device_count", [&] { return impl_device_count(); },
+                      [](auto) { return ACCEL_SUCCESS; });
+}
+
 int32_t accel_device_count(void) {
   if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_device_count(); },
-                        [](auto) { return ACCEL_SUCCESS; });
+    return traced_accel_device_count();
   return impl_device_count();
 }
 
-static inline int32_t impl_current_device_index(void) {
-  if (fast_current() != nullptr) [[likely]]
-    return t_hot.device;
+// accel_current_device_index's path when the fast one is closed: a backend
+// with native device state, before discovery, or while tracing (which never
+// opens the fast paths, so that they need no flag check of their own).
+static int32_t current_device_index_full() {
   try {
     Backend* b = runtime().current;
     return b != nullptr ? current_device(*b) : -1;
@@ -132,14 +143,21 @@ static inline int32_t impl_current_device_index(void) {
   }
 }
 
-int32_t accel_current_device_index(void) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_current_device_index(); },
-                        [](auto r) { return r < 0 ? ACCEL_ERROR_NO_ACCELERATOR : ACCEL_SUCCESS; });
-  return impl_current_device_index();
+[[gnu::noinline]] static int32_t current_device_index_slow() {
+  if (trace_on()) [[unlikely]] {
+    return traced_plain("accel_current_device_index", [] { return current_device_index_full(); },
+                        [](int32_t r) { return r < 0 ? ACCEL_ERROR_NO_ACCELERATOR : ACCEL_SUCCESS; });
+  }
+  return current_device_index_full();
 }
 
-static inline accel_status_t impl_set_device_index(int32_t device) {
+int32_t accel_current_device_index(void) {
+  if (fast_current() != nullptr) [[likely]]
+    return t_hot.device;
+  return current_device_index_slow();
+}
+
+accel_status_t accel_set_device_index(int32_t device) {
   if (Backend* b = fast_current(); b != nullptr && device >= 0 && device < b->device_count)
       [[likely]] {
     t_hot.device = device;
@@ -148,37 +166,16 @@ static inline accel_status_t impl_set_device_index(int32_t device) {
   return set_device_index_full(device);
 }
 
-accel_status_t accel_set_device_index(int32_t device) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_set_device_index(device); },
-                        [](auto r) { return r; });
-  return impl_set_device_index(device);
-}
-
-static inline accel_status_t impl_exchange_device(int32_t device, int32_t* previous) {
-  if (fast_exchange(device, previous)) [[likely]]
-    return ACCEL_SUCCESS;
-  return exchange_full("accel_exchange_device", device, previous, 0);
-}
-
 accel_status_t accel_exchange_device(int32_t device, int32_t* previous) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_exchange_device(device, previous); },
-                        [](auto r) { return r; });
-  return impl_exchange_device(device, previous);
-}
-
-static inline accel_status_t impl_maybe_exchange_device(int32_t device, int32_t* previous) {
   if (fast_exchange(device, previous)) [[likely]]
     return ACCEL_SUCCESS;
-  return exchange_full("accel_maybe_exchange_device", device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
+  return exchange_full(__func__, device, previous, 0);
 }
 
 accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* previous) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_maybe_exchange_device(device, previous); },
-                        [](auto r) { return r; });
-  return impl_maybe_exchange_device(device, previous);
+  if (fast_exchange(device, previous)) [[likely]]
+    return ACCEL_SUCCESS;
+  return exchange_full(__func__, device, previous, ACCEL_PLUGIN_SET_DEVICE_MAYBE);
 }
 
 accel_status_t accel_synchronize(int32_t device) {

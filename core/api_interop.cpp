@@ -77,7 +77,8 @@ accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_
       });
       if (st != ACCEL_SUCCESS) return st;
       std::lock_guard lock(stream_pool().mutex());
-      if (!stream->native_cached.load(std::memory_order_relaxed) &&
+      // Not while tracing: the uncached path is the traced one.
+      if (!trace_on() && !stream->native_cached.load(std::memory_order_relaxed) &&
           stream->generation.load(std::memory_order_relaxed) == generation) {
         stream->native_handle = full;
         stream->native_cached.store(true, std::memory_order_release);
@@ -94,7 +95,7 @@ accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_
 
 extern "C" {
 
-static inline accel_status_t impl_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
+accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
   // Fast path: a live stream whose handle was asked before, of a backend
   // still usable in this process. Only a copy: no lock is taken, so a call
   // from a plugin callback cannot deadlock here and is not refused.
@@ -111,13 +112,6 @@ static inline accel_status_t impl_stream_native_handle(accel_stream_t stream, ac
     return ACCEL_SUCCESS;
   }
   return stream_native_handle_full(stream, out);
-}
-
-accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_handle_t* out) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_stream_native_handle(stream, out); },
-                        [](auto r) { return r; });
-  return impl_stream_native_handle(stream, out);
 }
 
 accel_status_t accel_event_native_handle(accel_event_t event, accel_native_handle_t* out) {

@@ -63,7 +63,7 @@ accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_
 
 extern "C" {
 
-static inline accel_status_t impl_current_stream(int32_t device, accel_stream_t* stream) {
+accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
   // Fast path: the thread's cached current stream of its current device,
   // when no stream was destroyed and set_stream not called since (HotThread).
   // The cache is only ever filled after discovery, for a backend without
@@ -75,13 +75,6 @@ static inline accel_status_t impl_current_stream(int32_t device, accel_stream_t*
     return ACCEL_SUCCESS;
   }
   return current_stream_full(device, stream);
-}
-
-accel_status_t accel_current_stream(int32_t device, accel_stream_t* stream) {
-  if (trace_on()) [[unlikely]]
-    return traced_plain(__func__, [&] { return impl_current_stream(device, stream); },
-                        [](auto r) { return r; });
-  return impl_current_stream(device, stream);
 }
 
 accel_status_t accel_set_stream(accel_stream_t stream) {

@@ -11,7 +11,7 @@
 namespace accel::core {
 
 template <typename Fn>
-accel_status_t guarded_body(const char* fn, Fn& body) noexcept {
+[[gnu::always_inline]] inline accel_status_t guarded_body(const char* fn, Fn& body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc&) {
@@ -21,17 +21,6 @@ accel_status_t guarded_body(const char* fn, Fn& body) noexcept {
   } catch (...) {
     return failf(ACCEL_ERROR_INTERNAL, "{}: unexpected exception", fn);
   }
-}
-
-// With ACCEL_TRACE set, every call is also a slice on its thread's lane
-// (trace.hpp); off, the cost is the one flag read.
-template <typename Fn>
-[[gnu::noinline]] accel_status_t traced(const char* fn, Fn& body) noexcept {
-  TraceCall call;
-  trace_call_begin(call, fn);
-  accel_status_t st = guarded_body(fn, body);
-  trace_call_end(call, st);
-  return st;
 }
 
 // The same slice for an entry point with its own fast path (not guarded()):
@@ -45,10 +34,20 @@ template <typename Fn, typename StatusOf>
   return r;
 }
 
+// With ACCEL_TRACE set, every call is also a slice on its thread's lane
+// (trace.hpp). The body is inlined into both branches rather than handed to
+// an out-of-line tracer: taking its address would make every call build the
+// lambda in memory, which the untraced path must not pay for (it costs the
+// one flag read).
 template <typename Fn>
-accel_status_t guarded(const char* fn, Fn&& body) noexcept {
-  if (trace_on()) [[unlikely]]
-    return traced(fn, body);
+[[gnu::always_inline]] inline accel_status_t guarded(const char* fn, Fn&& body) noexcept {
+  if (trace_on()) [[unlikely]] {
+    TraceCall call;
+    trace_call_begin(call, fn);
+    const accel_status_t st = guarded_body(fn, body);
+    trace_call_end(call, st);
+    return st;
+  }
   return guarded_body(fn, body);
 }
 

@@ -16,6 +16,7 @@
 #include "host_services.hpp"
 #include "loader.hpp"
 #include "log.hpp"
+#include "trace.hpp"
 
 namespace accel::core {
 
@@ -129,7 +130,9 @@ Runtime& discover_slow() {
   choose_current(*rt);
   log().debug("current accelerator: {}", rt->selection_reason);
   install_fork_handlers(*rt);
-  if (rt->current != nullptr && !rt->current->native_current_device())
+  // While tracing, the fast paths stay closed: their full paths are traced,
+  // and the fast ones need no flag check of their own (docs/tracing.md).
+  if (rt->current != nullptr && !rt->current->native_current_device() && !trace_on())
     g_fast_backend.store(rt->current, std::memory_order_release);
   g_runtime.store(rt, std::memory_order_release);
   return *rt;
@@ -282,7 +285,7 @@ accel_status_t current_stream(Backend& b, int32_t device, accel_stream_s*& out) 
   }
   // Remember the answer for the current device's fast path
   // (accel_current_stream), valid until some stream is destroyed.
-  if (device == t_hot.device && !b.native_current_device()) {
+  if (device == t_hot.device && !b.native_current_device() && !trace_on()) {
     t_hot.stream = out;
     t_hot.stream_epoch = epoch;
     t_hot.stream_device = device;
