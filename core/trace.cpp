@@ -5,11 +5,13 @@
 // before a trailer (lane names, the drop count) that the next flush
 // overwrites, so a long run keeps its file current without holding it all.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,7 @@ namespace {
 
 constexpr size_t kDefaultCapacity = 1u << 16;  // records (~13 MiB)
 constexpr size_t kMinCapacity = 16;
+constexpr size_t kMaxCapacity = 1u << 22;  // records (~850 MiB)
 
 struct Tracer {
   std::mutex mutex;
@@ -76,6 +79,12 @@ bool write_all(int fd, const std::string& s) {
 }
 
 double us(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// Names come from programs and threads and need not be UTF-8: invalid bytes
+// become U+FFFD rather than an exception.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 const char* copy_name(int kind) {
   switch (kind) {
@@ -187,7 +196,7 @@ nlohmann::json meta(const char* what, uint32_t pid, uint32_t tid, const std::str
 // The part after the records: lane names and what was lost.
 std::string trailer(Tracer& t) {
   std::string s;
-  auto add = [&](const nlohmann::json& j) { s += ",\n" + j.dump(); };
+  auto add = [&](const nlohmann::json& j) { s += ",\n" + dump(j); };
   for (auto& [tid, name] : t.host_threads) add(meta("thread_name", t.owner, tid, name));
   for (auto& [pid, name] : t.device_procs) {
     add(meta("process_name", pid, 0, name));
@@ -203,7 +212,7 @@ std::string trailer(Tracer& t) {
       {"events_dropped", t.dropped},
       {"spans_unresolved", t.unresolved},
   };
-  s += "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": " + other.dump() + "\n}\n";
+  s += "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": " + dump(other) + "\n}\n";
   return s;
 }
 
@@ -212,20 +221,29 @@ accel_status_t flush_locked(Tracer& t) {
   std::string body;
   for (size_t i = 0; i < t.count; ++i) {
     body += ",\n";
-    body += to_json(t.ring[(t.head + i) % t.ring.size()]).dump();
+    body += dump(to_json(t.ring[(t.head + i) % t.ring.size()]));
   }
-  t.written += t.count;
+  const uint64_t n = t.count;
   t.head = 0;
   t.count = 0;
+  int err = 0;
   if (::lseek(t.fd, t.trailer_at, SEEK_SET) < 0 || !write_all(t.fd, body)) {
-    return failf(ACCEL_ERROR_INTERNAL, "accel_trace_flush: writing {}: {}", t.path,
-                 std::strerror(errno));
+    // Lost: counted as dropped, and the file is put back as it was (the
+    // trailer at its old place) so it stays valid.
+    err = errno;
+    t.dropped += n;
+  } else {
+    t.written += n;
+    t.trailer_at += static_cast<off_t>(body.size());
   }
-  t.trailer_at += static_cast<off_t>(body.size());
   std::string tail = trailer(t);
-  if (!write_all(t.fd, tail) || ::ftruncate(t.fd, t.trailer_at + static_cast<off_t>(tail.size())) != 0) {
-    return failf(ACCEL_ERROR_INTERNAL, "accel_trace_flush: writing {}: {}", t.path,
-                 std::strerror(errno));
+  if (::lseek(t.fd, t.trailer_at, SEEK_SET) < 0 || !write_all(t.fd, tail) ||
+      ::ftruncate(t.fd, t.trailer_at + static_cast<off_t>(tail.size())) != 0) {
+    if (err == 0) err = errno;
+  }
+  if (err != 0) {
+    return failf(ACCEL_ERROR_INTERNAL, "accel_trace_flush: writing {}: {} ({} records lost)",
+                 t.path, std::strerror(err), n);
   }
   return ACCEL_SUCCESS;
 }
@@ -235,8 +253,14 @@ void flush_at_exit() {
   if (!g_trace_on || t.owner != getpid()) return;
   // Spans still pending are counted, not waited for: at exit the vendor
   // runtimes may already be gone.
-  std::lock_guard lock(t.mutex);
-  (void)flush_locked(t);
+  try {
+    const uint64_t pending = trace_pending_spans();
+    std::lock_guard lock(t.mutex);
+    t.unresolved += pending;
+    (void)flush_locked(t);
+  } catch (...) {
+    // Nothing may escape an exit handler (std::terminate).
+  }
 }
 
 size_t capacity_from_env() {
@@ -245,26 +269,59 @@ size_t capacity_from_env() {
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(env, &end, 10);
-  if (errno != 0 || end == env || *end != '\0' || v < kMinCapacity || v > (1ull << 26)) {
+  if (errno != 0 || !std::isdigit(static_cast<unsigned char>(env[0])) || *end != '\0' ||
+      v < kMinCapacity || v > kMaxCapacity) {
     warn(fmt::format("ACCEL_TRACE_BUFFER={}: not a record count from {} to {}; using {}", env,
-                     kMinCapacity, 1ull << 26, kDefaultCapacity));
+                     kMinCapacity, kMaxCapacity, kDefaultCapacity));
     return kDefaultCapacity;
   }
   return static_cast<size_t>(v);
 }
 
 // Runs when libaccelcore is loaded, before any thread can call accel.
+void trace_init_or_throw();
+
 __attribute__((constructor)) void trace_init() {
+  try {
+    trace_init_or_throw();
+  } catch (const std::exception& e) {
+    // Loading the library must not fail because of tracing (an allocation
+    // for the ring, say): untraced, with a warning.
+    Tracer& t = tracer();
+    if (t.fd >= 0) ::close(t.fd);
+    t.fd = -1;
+    g_trace_on = false;
+    warn(fmt::format("ACCEL_TRACE: {}; tracing is off", e.what()));
+  }
+}
+
+void trace_init_or_throw() {
   const char* path = secure_getenv("ACCEL_TRACE");
   if (path == nullptr || *path == '\0') return;
   if (path[0] != '/') {
     warn(fmt::format("ACCEL_TRACE={}: not an absolute path; tracing is off", path));
     return;
   }
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO without a reader must not hang the program's start
+  // (it fails with ENXIO instead); the file must be a regular one, which
+  // the flushes rewrite in place.
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) {
     warn(fmt::format("ACCEL_TRACE={}: cannot be written ({}); tracing is off", path,
                      std::strerror(errno)));
+    return;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    warn(fmt::format("ACCEL_TRACE={}: cannot be written (not a regular file); tracing is off",
+                     path));
+    return;
+  }
+  if (::ftruncate(fd, 0) != 0 || ::fcntl(fd, F_SETFL, 0) != 0) {
+    warn(fmt::format("ACCEL_TRACE={}: cannot be written ({}); tracing is off", path,
+                     std::strerror(errno)));
+    ::close(fd);
     return;
   }
   Tracer& t = tracer();
@@ -275,7 +332,7 @@ __attribute__((constructor)) void trace_init() {
   t.ring.resize(capacity_from_env());
   nlohmann::json head = meta("process_name", static_cast<uint32_t>(t.owner), 0,
                              fmt::format("{} (host)", program_invocation_short_name));
-  std::string s = "{\"traceEvents\": [\n" + head.dump();
+  std::string s = "{\"traceEvents\": [\n" + dump(head);
   if (!write_all(fd, s)) {
     warn(fmt::format("ACCEL_TRACE={}: cannot be written ({}); tracing is off", path,
                      std::strerror(errno)));
@@ -349,8 +406,13 @@ void copy_text(char (&dst)[64], const char* src) {
     dst[0] = '\0';
     return;
   }
-  std::strncpy(dst, src, sizeof dst - 1);
-  dst[sizeof dst - 1] = '\0';
+  size_t n = strnlen(src, sizeof dst - 1);
+  // Not in the middle of a UTF-8 character: back off its continuation bytes.
+  if (src[n] != '\0') {
+    while (n > 0 && (static_cast<unsigned char>(src[n]) & 0xC0) == 0x80) --n;
+  }
+  std::memcpy(dst, src, n);
+  dst[n] = '\0';
 }
 
 // --- public calls -------------------------------------------------------------

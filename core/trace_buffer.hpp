@@ -56,6 +56,8 @@ void trace_name_stream_locked(uint32_t pid, uint32_t tid, const char* name);
 // Spans that were never timed (their stream still ran at exit, say).
 void trace_count_unresolved_locked(uint64_t n);
 uint64_t trace_next_flow_id();
+// Spans queued but not yet timed, over every stream (trace_spans.cpp).
+uint64_t trace_pending_spans();
 void copy_text(char (&dst)[64], const char* src);
 
 }  // namespace accel::core

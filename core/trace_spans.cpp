@@ -53,6 +53,11 @@ struct Pending {
 };
 
 struct Lane {
+  // Held from a span's start event to its end event and its place in
+  // `pending`, so that another thread's operation on the same stream never
+  // lands inside the bracket and spans queue in stream order. Taken before
+  // the trace lock, never while holding it.
+  std::mutex order;
   const accel_stream_s* stream = nullptr;
   uint32_t generation = 0;
   DeviceClock* clock = nullptr;
@@ -67,6 +72,7 @@ struct Token {
   Lane* lane = nullptr;
   accel_plugin_event_t start = nullptr;
   uint64_t enqueue_ns = 0;
+  bool ordered = false;  // holds lane->order
 };
 
 struct Spans {
@@ -96,10 +102,19 @@ void calibrate_locked(DeviceClock& dc) {
     dc.ref = nullptr;
     return;
   }
-  if (b.api.event_record(dc.ref, dc.priv) != ACCEL_SUCCESS ||
-      b.api.event_synchronize(dc.ref) != ACCEL_SUCCESS)
-    return;
-  dc.ref_host_ns = trace_now_ns();
+  // The reference completes somewhere between the record call and the
+  // synchronize's return: the midpoint is the estimate (taking the time
+  // after the wait would shift every span late by the wake-up). Recorded a
+  // few times, so the stream's worker is awake for the last one, the one
+  // kept.
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t before = trace_now_ns();
+    if (b.api.event_record(dc.ref, dc.priv) != ACCEL_SUCCESS ||
+        b.api.event_synchronize(dc.ref) != ACCEL_SUCCESS)
+      return;
+    const uint64_t after = trace_now_ns();
+    dc.ref_host_ns = before + (after - before) / 2;
+  }
   dc.timing = true;
 }
 
@@ -153,7 +168,10 @@ void give_event_locked(DeviceClock& dc, accel_plugin_event_t ev) {
 
 void emit_locked(Lane& lane, Pending& p, uint64_t start_abs, uint64_t end_abs, Clock clock) {
   const uint64_t t0 = trace_t0();
-  uint64_t ts = std::max({start_abs, lane.last_end_ns, t0});
+  // Nothing starts before it was enqueued, nor before the stream's previous
+  // operation ended (an in-order stream; vendor timestamps have a
+  // resolution, and the calibration an error of a few microseconds).
+  uint64_t ts = std::max({start_abs, p.enqueue_ns, lane.last_end_ns, t0});
   uint64_t end = std::max(end_abs, ts);
   lane.last_end_ns = end;
   p.rec.ts = ts - t0;
@@ -225,9 +243,20 @@ void TraceSpan::begin(accel_stream_s* s) {
   auto tok = std::make_unique<Token>();
   {
     std::lock_guard lock(trace_mutex());
-    Lane& lane = lane_locked(s);
-    tok->lane = &lane;
-    tok->start = take_event_locked(*lane.clock);
+    tok->lane = &lane_locked(s);
+  }
+  // A host function never waits for the order lock: the holder may be
+  // blocked in an enqueue until this very function returns (a full queue).
+  // Without it the span is timed by host timestamps.
+  if (running_host_call() != nullptr) {
+    tok->ordered = tok->lane->order.try_lock();
+  } else {
+    tok->lane->order.lock();
+    tok->ordered = true;
+  }
+  if (tok->ordered) {
+    std::lock_guard lock(trace_mutex());
+    tok->start = take_event_locked(*tok->lane->clock);
   }
   tok->enqueue_ns = trace_now_ns();
   if (tok->start != nullptr &&
@@ -243,8 +272,11 @@ void TraceSpan::abandon() {
   std::unique_ptr<Token> tok(static_cast<Token*>(token_));
   token_ = nullptr;
   if (!trace_on()) return;  // a fork child (see trace_call_end)
-  std::lock_guard lock(trace_mutex());
-  give_event_locked(*tok->lane->clock, tok->start);
+  {
+    std::lock_guard lock(trace_mutex());
+    give_event_locked(*tok->lane->clock, tok->start);
+  }
+  if (tok->ordered) tok->lane->order.unlock();
 }
 
 void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
@@ -256,6 +288,9 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   std::unique_ptr<Token> tok(static_cast<Token*>(token_));
   token_ = nullptr;
   if (!trace_on()) return;  // a fork child (see trace_call_end)
+  // Released last, once the span has its place in `pending`.
+  std::unique_lock<std::mutex> ordered(tok->lane->order, std::adopt_lock);
+  if (!tok->ordered) ordered.release();
   const uint64_t flow = trace_next_flow_id();
   Lane& lane = *tok->lane;
   DeviceClock& dc = *lane.clock;
@@ -305,7 +340,10 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   lane.pending.push_back(p);
   if (lane.pending.size() >= kResolveAt) resolve_lane_locked(lane);
   while (lane.pending.size() > kPendingCap) {
-    // Their events may still be queued: not reused.
+    // Given up (their flow arrows keep no end). Their events go back to
+    // the pool: re-recording a queued event is allowed (ABI: event_record).
+    give_event_locked(dc, lane.pending.front().start);
+    give_event_locked(dc, lane.pending.front().end);
     lane.pending.pop_front();
     trace_count_unresolved_locked(1);
   }
@@ -318,6 +356,14 @@ void trace_resolve() {
   auto& orphans = spans().orphans;
   for (auto& lane : orphans) resolve_lane_locked(*lane);
   std::erase_if(orphans, [](const auto& lane) { return lane->pending.empty(); });
+}
+
+uint64_t trace_pending_spans() {
+  std::lock_guard lock(trace_mutex());
+  uint64_t n = 0;
+  for (auto& [s, lane] : spans().lanes) n += lane->pending.size();
+  for (auto& lane : spans().orphans) n += lane->pending.size();
+  return n;
 }
 
 void trace_stream_destroying(accel_stream_s* s) {

@@ -3,11 +3,13 @@
  * calls accel and flushes, and accel_trace_flush mid-run. trace_check.py
  * runs it with ACCEL_TRACE set and checks the file it leaves.
  * Prints "trace enabled: N" first; exits non-zero on any unexpected status. */
+#define _POSIX_C_SOURCE 200809L /* fork, nanosleep under -std=c99 */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "accel/accel.h"
@@ -24,15 +26,20 @@
 
 enum { kThreads = 8, kCopies = 25, kBytes = 4096 };
 
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
 static void host_fn(void* arg) { *(volatile int*)arg = 1; }
 
 /* Holds its stream until *arg becomes non-zero. */
 static void gate(void* arg) {
-  while (__atomic_load_n((int*)arg, __ATOMIC_ACQUIRE) == 0) usleep(1000);
+  while (__atomic_load_n((int*)arg, __ATOMIC_ACQUIRE) == 0) sleep_ms(1);
 }
 
 static void* open_later(void* arg) {
-  usleep(20000);
+  sleep_ms(20);
   __atomic_store_n((int*)arg, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -45,8 +52,17 @@ static void calls_accel(void* arg) {
   accel_range_pop();
 }
 
-static void* worker(void* arg) {
+/* A host function that takes 2 ms: on a stream several threads share,
+ * each one's span must last that long (no other thread's operation inside
+ * its timing bracket). */
+static void sleeper(void* arg) {
   (void)arg;
+  sleep_ms(2);
+}
+
+static void* worker(void* arg) {
+  accel_stream_t shared = (accel_stream_t)arg;
+  for (int i = 0; i < 4; ++i) CHECK(accel_launch_host_func(shared, sleeper, NULL), ACCEL_SUCCESS);
   char host[kBytes];
   memset(host, 7, sizeof host);
   void* dev = NULL;
@@ -75,6 +91,18 @@ int main(void) {
   /* Misuse changes nothing and says why. */
   CHECK(accel_range_pop(), ACCEL_ERROR_INVALID_ARGUMENT);
   CHECK(accel_range_push(NULL), ACCEL_ERROR_INVALID_ARGUMENT);
+
+  /* Names need not be UTF-8, and long ones are cut at a character
+   * boundary: the file stays valid JSON either way. */
+  CHECK(accel_range_push("not utf-8 \xff\xfe"), ACCEL_SUCCESS);
+  CHECK(accel_range_pop(), ACCEL_SUCCESS);
+  CHECK(accel_range_push("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                         "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                         "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                         "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                         "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"),
+        ACCEL_SUCCESS);
+  CHECK(accel_range_pop(), ACCEL_SUCCESS);
 
   CHECK(accel_range_push("outer"), ACCEL_SUCCESS);
   CHECK(accel_range_push("inner"), ACCEL_SUCCESS);
@@ -142,9 +170,13 @@ int main(void) {
   }
   printf("fork child: %d\n", (int)child);
 
+  accel_stream_t shared = NULL;
+  CHECK(accel_stream_create(-1, 0, &shared), ACCEL_SUCCESS);
   pthread_t threads[kThreads];
-  for (int i = 0; i < kThreads; ++i) pthread_create(&threads[i], NULL, worker, NULL);
+  for (int i = 0; i < kThreads; ++i) pthread_create(&threads[i], NULL, worker, shared);
   for (int i = 0; i < kThreads; ++i) pthread_join(threads[i], NULL);
+  CHECK(accel_stream_synchronize(shared), ACCEL_SUCCESS);
+  CHECK(accel_stream_destroy(shared), ACCEL_SUCCESS);
 
   CHECK(accel_event_destroy(ev), ACCEL_SUCCESS);
   CHECK(accel_free(dev), ACCEL_SUCCESS);

@@ -175,15 +175,18 @@ def main():
     argv = sys.argv[sep + 1:]
     if mode == "refused":
         tmp = tempfile.mkdtemp(prefix="accel-trace-")
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)  # no reader: opening it must not block the start
         for bad, why in (("relative-trace.json", "not an absolute path"),
-                         (os.path.join(tmp, "missing", "t.json"), "cannot be written")):
+                         (os.path.join(tmp, "missing", "t.json"), "cannot be written"),
+                         (fifo, "cannot be written")):
             env = dict(os.environ, ACCEL_TRACE=bad)
             p = run(argv, env)
             if "trace enabled: 0" not in p.stdout:
                 fail("ACCEL_TRACE=%s: tracing is on" % bad)
             if why not in p.stderr:
                 fail("ACCEL_TRACE=%s: no warning saying %r" % (bad, why))
-            if os.path.exists(bad):
+            if os.path.isfile(bad):
                 fail("ACCEL_TRACE=%s: a file was written" % bad)
     else:
         d, p = traced(argv, {"ACCEL_TRACE_BUFFER": "64"} if mode == "dropped" else None)
@@ -230,11 +233,27 @@ def check_api(ev, p, host_pid, api, spans, other):
             names.append(e["name"])
     if any(depth.values()):
         fail("unbalanced ranges: %r" % depth)
+    if not any(n.startswith("not utf-8 ") and n.endswith("\ufffd\ufffd") for n in names):
+        fail("the non-UTF-8 range name is not there with U+FFFD for its bad bytes")
+    cut = [n for n in names if n.startswith("\u00e9")]
+    if not cut or len(cut[0].encode()) > 63 or set(cut[0]) != {"\u00e9"}:
+        fail("the long UTF-8 range name is not cut at a character boundary: %r" % cut)
     for n in ("outer", "inner", "worker", "in a host function"):
         if n not in names:
             fail("range %r is missing" % n)
     if "child" in names:
         fail("the fork child's range reached the parent's trace")
+    # The stream the 8 threads shared held only their 2 ms host functions.
+    lanes = {}
+    for e in spans:
+        lanes.setdefault((e["pid"], e["tid"]), []).append(e)
+    shared = [es for es in lanes.values()
+              if len(es) == 32 and all(e["name"] == "host function" for e in es)]
+    if len(shared) != 1:
+        fail("no lane with the 32 host functions of the shared stream")
+    elif min(e["dur"] for e in shared[0]) < 1900:
+        fail("a 2 ms host function on the shared stream lasted %.1f us (another thread's "
+             "operation inside its timing)" % min(e["dur"] for e in shared[0]))
     cats = {e.get("cat") for e in spans}
     for c in ("copy", "memset", "host_function", "event"):
         if c not in cats:
