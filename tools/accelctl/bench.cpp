@@ -69,7 +69,7 @@ class CopyTimer {
 
  private:
   accel_stream_t stream_;
-  EventHolder start_, end_;
+  Event start_, end_;
 };
 
 // One series: every size up to `limit` (the others are noted as skipped by
@@ -183,7 +183,7 @@ void measure_device(DeviceBench& d, const std::vector<uint64_t>& sizes, const Be
     throw AccelError("accel_mem_get_info", mst);
   }
   const uint64_t want = sizes.empty() ? 4096 : sizes.back();
-  StreamHolder stream;
+  Stream stream;
   BENCH_TRY(accel_stream_create(dev, 0, &stream.s));
   const accel_stream_t s = stream.s;
   CopyTimer timer(dev, s, events);

@@ -38,7 +38,7 @@ void host_fn_stamp(void* data) {
 
 // Record + synchronize of an event on an idle stream, microseconds.
 double event_round_trip_us(int32_t device, accel_stream_t s, int reps) {
-  EventHolder ev;
+  Event ev;
   BENCH_TRY(accel_event_create(device, ACCEL_EVENT_DEFAULT, &ev.e));
   std::vector<double> us;
   for (int i = 0; i < reps + 5; ++i) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "holders.hpp"
 #include <vector>
 
 #include "info.hpp"
@@ -52,23 +54,8 @@ inline double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// ---- RAII holders: released on every path, the stream drained first ---------
+// ---- RAII holders (Stream and Event are in holders.hpp) ----------------------
 
-struct StreamHolder {
-  accel_stream_t s = nullptr;
-  ~StreamHolder() {
-    if (s != nullptr) {
-      accel_stream_synchronize(s);
-      accel_stream_destroy(s);
-    }
-  }
-};
-struct EventHolder {
-  accel_event_t e = nullptr;
-  ~EventHolder() {
-    if (e != nullptr) accel_event_destroy(e);
-  }
-};
 struct DeviceBuffer {
   void* p = nullptr;
   uint64_t bytes = 0;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "holders.hpp"
 #include "info.hpp"
 
 namespace accelctl {
@@ -51,29 +52,6 @@ CheckResult absent_group(const char* call, accel_status_t st, const char* what) 
 }
 
 // ---- RAII holders: cleanup on every early return --------------------------
-
-struct Stream {
-  accel_stream_t s = nullptr;
-  Stream() = default;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (s != nullptr) {
-      accel_stream_synchronize(s);
-      accel_stream_destroy(s);
-    }
-  }
-};
-
-struct Event {
-  accel_event_t e = nullptr;
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (e != nullptr) accel_event_destroy(e);
-  }
-};
 
 // Device memory; freed after a device synchronize so no queued work uses it.
 struct DeviceBuffer {
