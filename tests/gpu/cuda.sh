@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/cuda.sh - build accel and run it on a machine with a real NVIDIA
-# GPU: the conformance suite, accelctl backends/devices/selftest/bench, the CUDA
+# GPU: the conformance suite, accelctl backends/devices/selftest/bench, the
+# ACCEL_TRACE timeline of the saxpy example and of tests/trace/trace_api.c, the CUDA
 # plugin's own tests (over the fake driver), the ABI 1.1 interop checks on
 # the real driver (tests/gpu/cuda_interop.c: driver work on an exported
 # CUstream between accel copies, a wrapped CUstream, pinned vs pageable H2D
@@ -144,6 +145,13 @@ run "allocator with ACCEL_ALLOC_CONF=backend:native" \
   env ACCEL_BACKEND=cuda ACCEL_ALLOC_CONF=backend:native "$alloc"
 run "modules and kernels: results, launch overhead vs cuLaunchKernel" \
   env ACCEL_BACKEND=cuda "$kernels" "$ptx"
+# The timeline trace of the saxpy example on the GPU (device spans timed by
+# CUDA events), checked as the tests check it on sim and PoCL, and kept for
+# Perfetto.
+run "traced saxpy (ACCEL_TRACE)" env ACCEL_BACKEND=cuda python3 "$repo/tests/trace/trace_check.py" \
+  saxpy-cxx -- "$build/examples/saxpy/accel-saxpy-cxx"
+run "trace API on the GPU (ranges, threads, fork, flush)" env ACCEL_BACKEND=cuda \
+  python3 "$repo/tests/trace/trace_check.py" api -- "$build/tests/trace/accel-trace-api"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
 # Google Benchmark programs (built when libbenchmark-dev is installed).
 # bench-alloc: the allocator pair and two threads (the fragmentation trace
