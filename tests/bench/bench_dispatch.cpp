@@ -27,6 +27,7 @@
 
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
+#include "direct_plugin.hpp"
 
 #ifdef ACCEL_BENCH_OPENCL
 #define CL_TARGET_OPENCL_VERSION 300
@@ -50,38 +51,14 @@ int32_t (*volatile g_floor_exchange)(int32_t) = floor_exchange;
 
 // ---- a private sim instance for direct vtable calls ------------------------
 
-void quiet_log(const accel_host_services_t*, accel_log_level_t, const char*) {}
-int log_off(const accel_host_services_t*, accel_log_level_t) { return 0; }
-void ignore_error(const accel_host_services_t*, accel_status_t, const char*) {}
-const char* plain_getenv(const accel_host_services_t*, const char* n) { return std::getenv(n); }
-
-accel_host_services_t g_host{sizeof(accel_host_services_t),
-                             ACCEL_PLUGIN_ABI_MAJOR,
-                             ACCEL_PLUGIN_ABI_MINOR,
-                             nullptr,
-                             quiet_log,
-                             log_off,
-                             ignore_error,
-                             plain_getenv};
+accel_host_services_t g_host = accel_test::quiet_host();
 
 const accel_plugin_api_t* direct_sim() {
   static const accel_plugin_api_t* api = []() -> const accel_plugin_api_t* {
-    const char* src = std::getenv("ACCEL_BENCH_SIM_PLUGIN");
-    if (src == nullptr) return nullptr;
-    // dlopen of the same path would return the core's instance: copy it.
-    auto copy = std::filesystem::temp_directory_path() /
-                ("accel-bench-sim-" + std::to_string(getpid()) + ".so");
-    std::filesystem::copy_file(src, copy, std::filesystem::copy_options::overwrite_existing);
-    void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-    std::filesystem::remove(copy);
-    if (h == nullptr) return nullptr;
-    auto entry = reinterpret_cast<accel_plugin_entry_fn>(dlsym(h, ACCEL_PLUGIN_ENTRY_NAME));
-    const accel_plugin_api_t* a =
-        entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
     int32_t n = 0;
-    if (a == nullptr || (a->init && a->init() != ACCEL_SUCCESS) ||
-        a->device_count(&n) != ACCEL_SUCCESS || n < 1 ||
-        (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
+    const accel_plugin_api_t* a =
+        accel_test::open_private_copy(std::getenv("ACCEL_BENCH_SIM_PLUGIN"), &g_host, &n);
+    if (a == nullptr || n < 1 || (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
       return nullptr;
     return a;
   }();

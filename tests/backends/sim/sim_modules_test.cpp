@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "accel/accel_plugin.h"
+#include "direct_plugin.hpp"
 #include "accel_kernels.h"
 
 extern "C" {
@@ -752,41 +753,19 @@ TEST_CASE("sim modules: unload waits for queued launches", "[sim-modules]") {
 
 namespace {
 
-void quiet_log(const accel_host_services_t*, accel_log_level_t, const char*) {}
-int log_off(const accel_host_services_t*, accel_log_level_t) { return 0; }
 thread_local std::string t_plugin_error;
 void keep_error(const accel_host_services_t*, accel_status_t, const char* detail) {
   t_plugin_error = detail != nullptr ? detail : "";
 }
-const char* plain_getenv(const accel_host_services_t*, const char* n) { return std::getenv(n); }
 
-accel_host_services_t g_host{sizeof(accel_host_services_t),
-                             ACCEL_PLUGIN_ABI_MAJOR,
-                             ACCEL_PLUGIN_ABI_MINOR,
-                             nullptr,
-                             quiet_log,
-                             log_off,
-                             keep_error,
-                             plain_getenv};
+accel_host_services_t g_host = accel_test::quiet_host(keep_error);
 
-// The sim plugin's vtable from a copy of its file (dlopen of the same path
-// would return the core's instance).
+// The sim plugin's vtable from a copy of its file (two devices, initialised).
 const accel_plugin_api_t* private_sim() {
-  const char* src = std::getenv("ACCEL_TEST_SIM_PLUGIN");
-  if (src == nullptr) return nullptr;
-  auto copy = std::filesystem::temp_directory_path() /
-              ("accel-sim-modules-test-" + std::to_string(getpid()) + ".so");
-  std::filesystem::copy_file(src, copy, std::filesystem::copy_options::overwrite_existing);
-  void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::filesystem::remove(copy);
-  if (h == nullptr) return nullptr;
-  auto entry = reinterpret_cast<accel_plugin_entry_fn>(dlsym(h, ACCEL_PLUGIN_ENTRY_NAME));
-  const accel_plugin_api_t* a =
-      entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
   int32_t count = 0;
-  if (a == nullptr || (a->init && a->init() != ACCEL_SUCCESS) ||
-      a->device_count(&count) != ACCEL_SUCCESS || count < 2 ||
-      (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
+  const accel_plugin_api_t* a =
+      accel_test::open_private_copy(std::getenv("ACCEL_TEST_SIM_PLUGIN"), &g_host, &count);
+  if (a == nullptr || count < 2 || (a->lazy_init && a->lazy_init() != ACCEL_SUCCESS))
     return nullptr;
   return a;
 }
