@@ -42,6 +42,7 @@
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
 #include "accel_kernels.h"
+#include "direct_plugin.hpp"
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -184,18 +185,7 @@ bool need(benchmark::State& state) {
 // same path would return the core's instance): accel_launch_kernel minus
 // this is what the core adds, this minus the direct enqueue what the
 // backend adds.
-void quiet_log(const accel_host_services_t*, accel_log_level_t, const char*) {}
-int log_off(const accel_host_services_t*, accel_log_level_t) { return 0; }
-void ignore_error(const accel_host_services_t*, accel_status_t, const char*) {}
-const char* plain_getenv(const accel_host_services_t*, const char* n) { return std::getenv(n); }
-accel_host_services_t g_host{sizeof(accel_host_services_t),
-                             ACCEL_PLUGIN_ABI_MAJOR,
-                             ACCEL_PLUGIN_ABI_MINOR,
-                             nullptr,
-                             quiet_log,
-                             log_off,
-                             ignore_error,
-                             plain_getenv};
+accel_host_services_t g_host = accel_test::quiet_host();
 
 struct Private {
   const accel_plugin_api_t* api = nullptr;
@@ -209,21 +199,10 @@ const Private& private_plugin() {
     const char* src = std::getenv("ACCEL_BENCH_OPENCL_PLUGIN");
     const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_OPENCL_C);
     if (src == nullptr || im == nullptr) return r;
-    auto copy = std::filesystem::temp_directory_path() /
-                ("accel-bench-opencl-" + std::to_string(getpid()) + ".so");
-    std::error_code ec;
-    std::filesystem::copy_file(src, copy, std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec) return r;
-    void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-    std::filesystem::remove(copy, ec);
-    if (h == nullptr) return r;
-    auto entry = reinterpret_cast<accel_plugin_entry_fn>(dlsym(h, ACCEL_PLUGIN_ENTRY_NAME));
-    const accel_plugin_api_t* a =
-        entry ? entry(ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR, &g_host) : nullptr;
     int32_t n = 0;
+    const accel_plugin_api_t* a = accel_test::open_private_copy(src, &g_host, &n);
     accel_plugin_module_t m = nullptr;
-    if (a == nullptr || a->module_load == nullptr || a->device_count(&n) != ACCEL_SUCCESS ||
-        n < 1 || a->lazy_init() != ACCEL_SUCCESS ||
+    if (a == nullptr || a->module_load == nullptr || n < 1 || a->lazy_init() != ACCEL_SUCCESS ||
         a->stream_create(0, 0, &r.stream) != ACCEL_SUCCESS ||
         a->module_load(0, im, "", nullptr, nullptr, &m) != ACCEL_SUCCESS ||
         a->kernel_create(m, "empty", &r.empty) != ACCEL_SUCCESS)
