@@ -394,7 +394,11 @@ typedef struct accel_plugin_api {
 
   /* Set *formats to the ACCEL_MODULE_FORMAT_BIT mask of the formats
    * module_load takes on `device` (resolved by the core). Must be cheap and
-   * must not start a compiler: the core asks on every accel_module_load. */
+   * must not start a compiler: the core asks on every accel_module_load.
+   * A plugin that declares ACCEL_PLUGIN_CAP_MODULES reports at least one
+   * format on every device, and a valid image of a reported format loads
+   * (the conformance suite loads kernels/ in every format the build made
+   * and fails on NOT_SUPPORTED). */
   accel_status_t (*module_formats)(int32_t device, uint64_t* formats);
   /* Load `image` (its format one module_formats listed, data and size
    * non-NULL/non-zero: core-checked) on `device` with the vendor compiler

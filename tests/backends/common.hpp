@@ -1,6 +1,7 @@
 // What the vendor backends' end-to-end suites (tests/backends/*) share:
-// reading one backend's discovery entry and the environment, and running a
-// fork()ed child with a deadline. Each suite runs
+// reading one backend's discovery entry and the environment, running a
+// fork()ed child with a deadline, and (watched_calls.hpp) a watchdog on
+// every accel.h call that can wait. Each suite runs
 // one scenario per process (discovery happens once), so these are all it
 // needs from the core besides accel.h.
 #pragma once
@@ -16,6 +17,9 @@
 #include <cstring>
 #include <string>
 #include <thread>
+
+#include "support.hpp"
+#include "watched_calls.hpp"
 
 namespace backend_test {
 

@@ -19,11 +19,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "support.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,8 +55,14 @@ struct Globals {
   Group memory{"device memory"};                // mem_alloc, mem_free, memcpy/memset_async
   Group mem_info{"memory info"};                // mem_get_info
   Group wait_event{"stream_wait_event"};        // needs events as well
+  Group allocator{"caching allocator"};         // accel_get_allocator_backend() "caching"
+  std::set<std::string> expected;               // ACCEL_EXPECT_GROUPS, by name
 };
 Globals& globals();
+
+// Whether ACCEL_EXPECT_GROUPS names `group` ("modules"): the run must then
+// exercise it for real, never only warn.
+inline bool expected(const char* group) { return globals().expected.count(group) != 0; }
 
 inline int32_t device_count() { return globals().device_count; }
 inline bool has_cap(uint32_t cap) { return (globals().capabilities & cap) != 0; }
@@ -93,29 +102,19 @@ void note_not_run(const std::string& what);
 // --- watchdog ----------------------------------------------------------------
 
 // While a Deadline lives, a watchdog thread ends the process (exit status 1)
-// if it is not destroyed within `limit`, printing the test case, the call
-// and `rule`: "<call> did not return within <limit>: <rule>". A stuck call
-// cannot be interrupted, and without this a hanging backend stalls the run
-// with no output until an outer timeout kills it.
-class Deadline {
- public:
-  Deadline(const char* call, std::chrono::milliseconds limit, const char* rule);
-  ~Deadline();
-  Deadline(const Deadline&) = delete;
-  Deadline& operator=(const Deadline&) = delete;
-
- private:
-  uint64_t id_;
-};
+// if it is not destroyed within its limit, printing the test case, the call
+// and the rule it broke (tests/catch2/support.hpp, shared with every Catch2
+// test program of accel).
+using accel_test::Deadline;
 
 // A launch only queues: far more than enough for any backend.
 inline constexpr std::chrono::milliseconds kLaunchLimit{1000};
 // Nothing the suite queues runs longer than a few ms once released (host
 // functions sleep at most 50 ms, copies are a few MiB).
-inline constexpr std::chrono::milliseconds kWaitLimit{20000};
+using accel_test::kWaitLimit;
 
 // Ends the run now (exit status 1) with `message` and the current test case.
-[[noreturn]] void abort_run(const std::string& message);
+using accel_test::abort_run;
 
 // The accel.h calls that wait, each under a Deadline. Tests call these, not
 // the accel_ functions, whenever the call may wait for queued work.

@@ -302,6 +302,16 @@ TEST_CASE("declared capabilities have their operations", "[devices][backends]") 
         s, [](void*) {}, nullptr));
     ACCEL_CHECK_OK(stream_synchronize(s));
   }
+  if (has_cap(ACCEL_CAP_MODULES)) {
+    // Every device takes at least one format ("modules: ..." then load the
+    // build's images in those formats for real).
+    for (int32_t d = 0; d < device_count(); ++d) {
+      uint64_t formats = 0;
+      ACCEL_CHECK_OK(accel_device_module_formats(d, &formats));
+      INFO("device " << d << " declares modules but reports no format it takes");
+      CHECK(formats != 0);
+    }
+  }
   SUCCEED("capabilities 0x" << std::hex << globals().capabilities);
 }
 

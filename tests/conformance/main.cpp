@@ -7,18 +7,15 @@
 // accel_selection_reason(): a conformance run never passes vacuously.
 //
 // Before the tests it asks which optional groups the backend has (see
-// conf::Group) and says which are absent; after them it lists every check
-// that was not run and why.
+// conf::Group), says which are absent, and fails when one that
+// ACCEL_EXPECT_GROUPS names is absent; after them it lists every check that
+// was not run and why.
 
-// For Catch::TestEventListenerBase (the listener below): the declarations of
-// Catch2's reporter interfaces; their implementation is in catch_impl.cpp.
-#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include "conformance.hpp"
 #include "runner.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -77,32 +74,18 @@ FreshResult run_in_fresh_thread(const std::function<accel_status_t()>& fn) {
   return r;
 }
 
-// --- the run's shared state: current test case, checks not run, watchdog ---
+// --- the run's shared state: checks not run --------------------------------
+// (The watchdog, Deadline and the current test case are shared with every
+// Catch2 test program of accel: tests/catch2/support.hpp.)
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Armed {
-  Clock::time_point until;
-  const char* call;
-  std::chrono::milliseconds limit;
-  const char* rule;
-  std::string test;  // the test case that armed it
-};
-
-// Used by the test thread, the threads tests start, the watchdog thread and
-// main(). Never destroyed: the detached watchdog thread may still wait on it
-// while the process exits.
+// Used by the test thread and the threads tests start. Never destroyed:
+// worker threads may still record while the process exits.
 struct RunState {
   std::mutex mu;
-  std::condition_variable cv;
-  std::string current_test;
   std::vector<std::pair<std::string, std::string>> not_run;  // test case, what
   std::set<std::pair<std::string, std::string>> not_run_seen;
-  std::map<uint64_t, Armed> armed;
-  uint64_t next_id = 1;
-  bool watchdog_started = false;
 };
 
 RunState& run_state() {
@@ -110,63 +93,18 @@ RunState& run_state() {
   return *state;
 }
 
-std::string current_test() {
-  RunState& rs = run_state();
-  std::lock_guard<std::mutex> lock(rs.mu);
-  return rs.current_test;
-}
-
 std::string format_limit(std::chrono::milliseconds limit) {
   if (limit.count() % 1000 == 0) return std::to_string(limit.count() / 1000) + " s";
   return std::to_string(limit.count()) + " ms";
 }
 
-// Catch2 cannot report a failure from here (the failing call may never
-// return), so the verdict goes to stderr and the process ends.
-[[noreturn]] void die(const std::string& message, const std::string& test) {
-  std::fflush(stdout);
-  if (test.empty())
-    std::fprintf(stderr, "\naccel-conformance: FAILED: %s\n", message.c_str());
-  else
-    std::fprintf(stderr, "\naccel-conformance: FAILED in test case \"%s\": %s\n", test.c_str(),
-                 message.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
-void watchdog_loop() {
-  RunState& rs = run_state();
-  std::unique_lock<std::mutex> lock(rs.mu);
-  for (;;) {
-    if (rs.armed.empty()) {
-      rs.cv.wait(lock);
-      continue;
-    }
-    auto first = std::min_element(
-        rs.armed.begin(), rs.armed.end(),
-        [](const auto& a, const auto& b) { return a.second.until < b.second.until; });
-    const Clock::time_point until = first->second.until;
-    if (Clock::now() >= until) {
-      const Armed& a = first->second;
-      die(std::string(a.call) + " did not return within " + format_limit(a.limit) + ": " + a.rule,
-          a.test);
-    }
-    rs.cv.wait_until(lock, until);
-  }
-}
-
 }  // namespace
 
-void set_current_test(const std::string& name) {
-  RunState& rs = run_state();
-  std::lock_guard<std::mutex> lock(rs.mu);
-  rs.current_test = name;
-}
-
 void note_not_run(const std::string& what) {
+  const std::string test = accel_test::current_test_name();
   RunState& rs = run_state();
   std::lock_guard<std::mutex> lock(rs.mu);
-  auto key = std::make_pair(rs.current_test, what);
+  auto key = std::make_pair(test, what);
   if (rs.not_run_seen.insert(key).second) rs.not_run.push_back(std::move(key));
 }
 
@@ -180,31 +118,6 @@ void print_not_run() {
     std::printf("  not run in \"%s\": %s\n", test.c_str(), what.c_str());
   std::fflush(stdout);
 }
-
-Deadline::Deadline(const char* call, std::chrono::milliseconds limit, const char* rule) {
-  RunState& rs = run_state();
-  std::lock_guard<std::mutex> lock(rs.mu);
-  if (!rs.watchdog_started) {
-    std::thread(watchdog_loop).detach();
-    rs.watchdog_started = true;
-  }
-  id_ = rs.next_id++;
-  const Clock::time_point until = Clock::now() + limit;
-  // The watchdog sleeps until the earliest deadline: wake it only when this
-  // one comes sooner.
-  bool sooner = true;
-  for (const auto& kv : rs.armed) sooner = sooner && until < kv.second.until;
-  rs.armed.emplace(id_, Armed{until, call, limit, rule, rs.current_test});
-  if (sooner) rs.cv.notify_one();
-}
-
-Deadline::~Deadline() {
-  RunState& rs = run_state();
-  std::lock_guard<std::mutex> lock(rs.mu);
-  rs.armed.erase(id_);
-}
-
-void abort_run(const std::string& message) { die(message, current_test()); }
 
 namespace {
 
@@ -431,19 +344,6 @@ ThreadStateGuard::~ThreadStateGuard() {
 
 }  // namespace conf
 
-// Tells the watchdog and the list of checks not run which test case runs.
-struct CurrentTestListener : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
-  void testCaseStarting(const Catch::TestCaseInfo& info) override {
-    TestEventListenerBase::testCaseStarting(info);
-    conf::set_current_test(info.name);
-  }
-  void testCaseEnded(const Catch::TestCaseStats& stats) override {
-    conf::set_current_test("");
-    TestEventListenerBase::testCaseEnded(stats);
-  }
-};
-CATCH_REGISTER_LISTENER(CurrentTestListener)
 
 namespace {
 
@@ -467,7 +367,8 @@ bool concurrent_first_call(std::string& detail) {
       names[i] = n ? n : "(null)";
     });
   }
-  while (ready.load() < kThreads) std::this_thread::yield();
+  accel_test::wait_until([&] { return ready.load() == kThreads; },
+                         "8 threads to start their first accel call");
   go.store(true);
   for (auto& t : threads) t.join();
   for (int i = 1; i < kThreads; ++i) {
@@ -508,6 +409,99 @@ void probe_groups(conf::Globals& g) {
   answer(g.memory, "accel_malloc", accel_malloc(0, 1, &p));
   if (p != nullptr) accel_free(p);
   answer(g.mem_info, "accel_mem_get_info", accel_mem_get_info(0, nullptr, nullptr));
+  const char* alloc = accel_get_allocator_backend();
+  if (alloc == nullptr || std::strcmp(alloc, "caching") != 0) {
+    g.allocator.present = false;
+    g.allocator.why = std::string("the allocator backend is '") + (alloc ? alloc : "(null)") +
+                      "' (ACCEL_ALLOC_CONF)";
+  }
+}
+
+// ACCEL_EXPECT_GROUPS: the optional groups and capabilities the backend
+// under test must have. A probe or a capability bit that says "absent"
+// would otherwise only turn that group's checks into warnings, so a
+// backend whose memory started answering NOT_SUPPORTED would still pass.
+// Every in-tree run names its list (tests/meson.build refuses a run
+// without one); a plugin author's run without the variable tests what the
+// backend says it has, and the banner says that nothing was required.
+struct Expectable {
+  const char* name;
+  const conf::Group* group;  // an optional group of operations, or
+  uint32_t cap;              // a capability bit (group == nullptr)
+};
+
+std::vector<Expectable> expectables(const conf::Globals& g) {
+  return {
+      {"events", &g.events, 0},
+      {"wait_event", &g.wait_event, 0},
+      {"memory", &g.memory, 0},
+      {"mem_info", &g.mem_info, 0},
+      {"allocator", &g.allocator, 0},
+      {"native_current_device", nullptr, ACCEL_CAP_NATIVE_CURRENT_DEVICE},
+      {"fork_safe", nullptr, ACCEL_CAP_FORK_SAFE},
+      {"timing_events", nullptr, ACCEL_CAP_TIMING_EVENTS},
+      {"host_functions", nullptr, ACCEL_CAP_HOST_FUNCTIONS},
+      {"priorities", nullptr, ACCEL_CAP_STREAM_PRIORITIES},
+      {"discovery_fork_safe", nullptr, ACCEL_CAP_DISCOVERY_FORK_SAFE},
+      {"cross_device_wait", nullptr, ACCEL_CAP_CROSS_DEVICE_WAIT},
+      {"interop", nullptr, ACCEL_CAP_NATIVE_HANDLES},
+      {"host_memory", nullptr, ACCEL_CAP_HOST_MEMORY},
+      {"peer", nullptr, ACCEL_CAP_PEER_COPY},
+      {"attributes", nullptr, ACCEL_CAP_DEVICE_ATTRIBUTES},
+      {"modules", nullptr, ACCEL_CAP_MODULES},
+  };
+}
+
+// Returns false (after saying why on stderr) when a name is unknown or an
+// expected group is absent.
+bool check_expected_groups(conf::Globals& g) {
+  const char* env = std::getenv("ACCEL_EXPECT_GROUPS");
+  const auto table = expectables(g);
+  if (env == nullptr) {
+    std::printf(
+        "accel-conformance: ACCEL_EXPECT_GROUPS is not set: no group is required, absent ones "
+        "are only warned about\n");
+    return true;
+  }
+  bool ok = true;
+  std::string list = env, present;
+  for (const Expectable& e : table) {
+    const bool has = e.group != nullptr ? e.group->present : (g.capabilities & e.cap) != 0;
+    if (has) present += std::string(present.empty() ? "" : ",") + e.name;
+  }
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string name = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (name.empty()) continue;
+    auto it = std::find_if(table.begin(), table.end(),
+                           [&](const Expectable& e) { return name == e.name; });
+    if (it == table.end()) {
+      std::fprintf(stderr, "accel-conformance: FAILED: ACCEL_EXPECT_GROUPS names '%s', which is "
+                           "no group this suite knows\n", name.c_str());
+      ok = false;
+      continue;
+    }
+    g.expected.insert(name);
+    if (it->group != nullptr && !it->group->present) {
+      std::fprintf(stderr,
+                   "accel-conformance: FAILED: backend '%s' must have the group '%s' "
+                   "(ACCEL_EXPECT_GROUPS) but it is absent: %s\n",
+                   g.backend.c_str(), name.c_str(), it->group->why.c_str());
+      ok = false;
+    } else if (it->group == nullptr && (g.capabilities & it->cap) == 0) {
+      std::fprintf(stderr,
+                   "accel-conformance: FAILED: backend '%s' must declare the capability '%s' "
+                   "(ACCEL_EXPECT_GROUPS) but its capabilities are 0x%x\n",
+                   g.backend.c_str(), name.c_str(), g.capabilities);
+      ok = false;
+    }
+  }
+  std::printf("accel-conformance: expected groups: %s; present: %s\n", list.c_str(),
+              present.c_str());
+  return ok;
 }
 
 // Before any test case: the first accel calls (from many threads at once),
@@ -580,6 +574,7 @@ int setup(accel_test::Parsed& parsed) {
   std::printf("accel-conformance: backend '%s' (%s), %d device(s), capabilities 0x%x\n",
               g.backend.c_str(), accel_selection_reason(), g.device_count, g.capabilities);
   probe_groups(g);
+  if (!check_expected_groups(g)) return 1;
   for (const conf::Group* group : {&g.events, &g.wait_event, &g.memory, &g.mem_info}) {
     if (!group->present)
       std::printf(

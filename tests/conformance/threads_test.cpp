@@ -39,7 +39,8 @@ TEST_CASE("current device is per thread", "[threads]") {
       ts.emplace_back([&, i] {
         accel_set_device_index(want[i]);
         arrived.fetch_add(1);
-        while (arrived.load() < kThreads) std::this_thread::yield();
+        accel_test::wait_until([&] { return arrived.load() == kThreads; },
+                               "every thread to set its device (accel_set_device_index)");
         got[i] = accel_current_device_index();
         accel_stream_t s = nullptr;
         if (accel_current_stream(-1, &s) == ACCEL_SUCCESS)

@@ -277,8 +277,7 @@ TEST_CASE("a relative ACCEL_CUDA_DRIVER is refused", "[relative]") {
 TEST_CASE("the toolkit's stub library says no NVIDIA driver is installed", "[stub]") {
   std::string stub = env("ACCEL_CUDA_DRIVER");
   if (access(stub.c_str(), R_OK) != 0) {
-    std::printf("SKIPPED: the CUDA toolkit stub %s is not on this machine\n", stub.c_str());
-    WARN("SKIPPED: the CUDA toolkit stub " << stub << " is not on this machine");
+    accel_test::skipf("the CUDA toolkit stub %s is not on this machine", stub.c_str());
     return;
   }
   Info i = cuda_info();

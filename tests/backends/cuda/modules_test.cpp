@@ -6,7 +6,7 @@
 // Scenarios (meson.build): [modules] (2 devices, a current driver),
 // [modules-no-param-info] (a driver without cuFuncGetParamInfo) and
 // [modules-old-driver] (CUDA 12.4: older than the PTX). Without nvcc the
-// build has no PTX and the tests say SKIPPED.
+// build has no PTX and the tests exit 77 (SKIP), saying why.
 #include <catch2/catch.hpp>
 
 #include "../common.hpp"
@@ -65,13 +65,12 @@ long long fake_count(const char* what) {
   return v;
 }
 
-// The PTX of kernels/accel_kernels.cu, or NULL (with SKIPPED said) when
+// The PTX of kernels/accel_kernels.cu, or NULL (after accel_test::skip) when
 // this build had no nvcc.
 const accel_module_image_t* ptx_image() {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_PTX);
   if (im == nullptr) {
-    std::printf("SKIPPED: this build has no PTX kernels (nvcc was not found: -Dnvcc)\n");
-    WARN("SKIPPED: this build has no PTX kernels (nvcc was not found: -Dnvcc)");
+    accel_test::skipf("this build has no PTX kernels (nvcc was not found: -Dnvcc)");
   }
   return im;
 }
@@ -392,8 +391,7 @@ TEST_CASE("an image that is not of its format is INVALID_ARGUMENT before the dri
 
 TEST_CASE("a cubin or fat binary the device cannot run falls through to the PTX", "[modules]") {
 #ifndef CUDA_TEST_HAVE_BINARIES
-  std::printf("SKIPPED: this build has no nvcc-made cubin and fat binary (no nvcc)\n");
-  WARN("SKIPPED: this build has no nvcc-made cubin and fat binary (no nvcc)");
+  accel_test::skipf("this build has no nvcc-made cubin and fat binary (no nvcc)");
 #else
   const accel_module_image_t* ptx = ptx_image();
   if (ptx == nullptr) return;
@@ -628,9 +626,8 @@ TEST_CASE("PTX newer than the driver is BUILD_FAILED; naming the version", "[mod
   REQUIRE(at != std::string::npos);
   REQUIRE(std::sscanf(text.c_str() + at, ".version %d.%d", &major, &minor) == 2);
   if (major * 10 + minor <= 84) {
-    std::printf("SKIPPED: this nvcc writes PTX ISA %d.%d, which a CUDA 12.4 driver loads\n", major,
+    accel_test::skipf("this nvcc writes PTX ISA %d.%d, which a CUDA 12.4 driver loads", major,
                 minor);
-    WARN("SKIPPED: the PTX (ISA " << major << "." << minor << ") is not newer than CUDA 12.4's");
     return;
   }
   accel_module_t m = nullptr;

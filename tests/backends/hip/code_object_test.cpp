@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "accel_kernels.h"
+#include "support.hpp"
 #include "code_object.hpp"
 #include "msgpack.hpp"
 
@@ -32,11 +33,9 @@ using accel::hip::KernelParam;
 const accel_module_image_t* amd_image(const char* test) {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT);
   if (im == nullptr) {
-    std::printf(
-        "SKIPPED (%s): this build made no AMD code object (hipcc not found: "
-        "apt-get install hipcc, or -Dhipcc=disabled)\n",
+    accel_test::skipf("(%s): this build made no AMD code object (hipcc not found: "
+        "apt-get install hipcc, or -Dhipcc=disabled)",
         test);
-    WARN("SKIPPED: no AMD code object in this build (hipcc not found)");
   }
   return im;
 }
@@ -174,8 +173,7 @@ TEST_CASE("damaged code objects are refused with the reason", "[code-object]") {
 
 TEST_CASE("a clang offload bundle is named as one", "[code-object]") {
   if (hip_test_bundle_size == 0) {
-    std::printf("SKIPPED: this build made no offload bundle (hipcc not found)\n");
-    WARN("SKIPPED: no offload bundle (hipcc not found)");
+    accel_test::skipf("this build made no offload bundle (hipcc not found)");
     return;
   }
   accel::hip::CodeObjectHeader h;

@@ -323,8 +323,7 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
 TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtime not loaded",
           "[debian]") {
   if (access("/dev/kfd", F_OK) == 0) {
-    std::printf("SKIPPED: /dev/kfd exists: this machine may have an AMD GPU\n");
-    WARN("SKIPPED: /dev/kfd exists");
+    accel_test::skipf("/dev/kfd exists: this machine may have an AMD GPU");
     return;
   }
   unsetenv("ACCEL_LOG_LEVEL");  // the default level is what is checked
@@ -334,9 +333,8 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtim
   REQUIRE(c.exit_code == 0);
   REQUIRE(contains(c.out, "found=1"));
   if (contains(c.out, "status=unavailable") && contains(c.out, "cannot load the HIP runtime")) {
-    std::printf("SKIPPED: no HIP runtime installed (apt-get install libamdhip64-5): %s\n",
+    accel_test::skipf("no HIP runtime installed (apt-get install libamdhip64-5): %s",
                 c.out.c_str());
-    WARN("SKIPPED: no HIP runtime installed");
     return;
   }
   CHECK(contains(c.out, "status=no_devices"));
@@ -353,8 +351,7 @@ TEST_CASE("Debian's HIP runtime without a GPU: no_devices quietly and the runtim
   // (hipErrorNoDevice), quietly.
   const char* debian = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
   if (access(debian, R_OK) != 0) {
-    std::printf("SKIPPED (explicit part): %s is not installed\n", debian);
-    WARN("SKIPPED: " << debian << " is not installed");
+    accel_test::skipf("(explicit part): %s is not installed", debian);
     return;
   }
   setenv("ACCEL_HIP_RUNTIME", debian, 1);

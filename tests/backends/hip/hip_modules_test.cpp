@@ -67,11 +67,9 @@ long long last_arg_bytes() { return hook<long long (*)()>("fake_hip_last_arg_byt
 const accel_module_image_t* amd_image(const char* test) {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT);
   if (im == nullptr) {
-    std::printf(
-        "SKIPPED (%s): this build made no AMD code object (hipcc not found: "
-        "apt-get install hipcc)\n",
+    accel_test::skipf("(%s): this build made no AMD code object (hipcc not found: "
+        "apt-get install hipcc)",
         test);
-    WARN("SKIPPED: no AMD code object in this build (hipcc not found)");
   }
   return im;
 }
@@ -367,8 +365,7 @@ TEST_CASE("modules: images hip cannot load are refused with the reason", "[modul
   }
   SECTION("a clang offload bundle") {
     if (hip_test_bundle_size == 0) {
-      std::printf("SKIPPED: no offload bundle in this build (hipcc not found)\n");
-      WARN("SKIPPED: no offload bundle (hipcc not found)");
+      accel_test::skipf("no offload bundle in this build (hipcc not found)");
       return;
     }
     std::vector<unsigned char> bundle(hip_test_bundle, hip_test_bundle + hip_test_bundle_size);
@@ -379,8 +376,7 @@ TEST_CASE("modules: images hip cannot load are refused with the reason", "[modul
   }
   SECTION("code for another GPU: BUILD_FAILED, and the next image is tried") {
     if (hip_test_gfx1030_size == 0) {
-      std::printf("SKIPPED: no gfx1030 code object in this build (hipcc not found)\n");
-      WARN("SKIPPED: no gfx1030 code object (hipcc not found)");
+      accel_test::skipf("no gfx1030 code object in this build (hipcc not found)");
       return;
     }
     std::vector<unsigned char> other(hip_test_gfx1030, hip_test_gfx1030 + hip_test_gfx1030_size);
@@ -512,8 +508,7 @@ TEST_CASE("modules: a module of device 1 runs there and only there", "[modules]"
   const accel_module_image_t* im = amd_image("device 1");
   if (im == nullptr) return;
   if (accel_device_count() < 2) {
-    std::printf("SKIPPED: needs 2 devices (FAKE_HIP_DEVICES=2)\n");
-    WARN("SKIPPED: needs 2 devices");
+    accel_test::skipf("needs 2 devices (FAKE_HIP_DEVICES=2)");
     return;
   }
   OK(accel_set_device_index(0));

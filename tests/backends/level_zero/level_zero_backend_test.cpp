@@ -73,8 +73,7 @@ TEST_CASE("no device node and no alternate driver: zeInit is not called", "[no-d
   INFO("reason: " << i.reason);
   if (access("/dev/dri", F_OK) == 0 || access("/dev/accel", F_OK) == 0) {
     // A render node may exist: discovery then runs zeInit, as it must.
-    std::printf("SKIPPED: /dev/dri or /dev/accel exists on this machine\n");
-    WARN("SKIPPED: /dev/dri or /dev/accel exists; zeInit ran: " << i.reason);
+    accel_test::skipf("/dev/dri or /dev/accel exists on this machine");
     return;
   }
   CHECK(i.status == ACCEL_BACKEND_NO_DEVICES);
@@ -227,7 +226,7 @@ TEST_CASE("a stream destroyed with queued work finishes it", "[destroy-busy]") {
   REQUIRE_OK(accel_launch_host_func(
       s,
       [](void*) {
-        while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        accel_test::wait_until([] { return open.load(); }, "the test to open the gate");
       },
       nullptr));
   REQUIRE_OK(accel_launch_host_func(
@@ -796,7 +795,7 @@ void peer_copies_in_stream_order() {
       REQUIRE_OK(accel_launch_host_func(
           s,
           [](void*) {
-            while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            accel_test::wait_until([] { return open.load(); }, "the test to open the gate");
           },
           nullptr));
       REQUIRE_OK(accel_memcpy_peer_async(b, dst, a, src, n, s));

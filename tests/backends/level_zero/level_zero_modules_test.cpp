@@ -40,10 +40,8 @@ bool has(const std::string& hay, const char* needle) {
 const accel_module_image_t* spirv_image() {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_SPIRV);
   if (im == nullptr) {
-    std::printf(
-        "SKIPPED: this build has no SPIR-V kernel image (clang-15 or llvm-spirv-15 missing, or "
-        "-Dspirv=disabled)\n");
-    WARN("SKIPPED: this build has no SPIR-V kernel image");
+    accel_test::skipf("this build has no SPIR-V kernel image (clang-15 or llvm-spirv-15 missing, or "
+        "-Dspirv=disabled)");
   }
   return im;
 }
@@ -565,7 +563,7 @@ TEST_CASE("launches wait for host functions and events like the stream's other w
   MOD_REQUIRE_OK(accel_launch_host_func(
       s,
       [](void*) {
-        while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        accel_test::wait_until([] { return open.load(); }, "the test to open the gate");
       },
       nullptr));
   const accel_kernel_arg_t args[] = {pointer(da.p), pointer(db.p), pointer(dc.p), value(n)};

@@ -530,8 +530,7 @@ TEST_CASE("modules: two threads launch one kernel at once", "[modules]") {
     std::atomic<int> ready{0};
     auto run = [&](Side& sd) {
       ready.fetch_add(1);
-      while (ready.load() < 2) {
-      }
+      accel_test::wait_until([&] { return ready.load() >= 2; }, "both launcher threads to start");
       const accel_kernel_arg_t args[] = {value_arg(sd.alpha), ptr_arg(sd.dx), ptr_arg(sd.dy),
                                          value_arg(n)};
       const accel_launch_config_t c = config({n / 64, 1, 1}, {64, 1, 1}, sd.s);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "accel/accel_plugin.h"
+#include "watched_calls.hpp"
 #include "direct_plugin.hpp"
 #include "accel_kernels.h"
 
