@@ -6,6 +6,7 @@
 
 #include "../common.hpp"
 #include "../interop.hpp"
+#include "fake_error_texts.hpp"
 
 #include <accel/accel.h>
 #include <cuda.h>
@@ -500,7 +501,8 @@ TEST_CASE("fork: counting through the driver (no NVML and no /proc) poisons the 
   roundtrip(1);  // the parent itself is fine
 }
 
-TEST_CASE("driver errors carry the call and the driver's name and text", "[errors]") {
+// What cuMemAlloc's failure reads: "cuMemAlloc failed: <name> (2): <text>".
+std::string out_of_memory_message() {
   REQUIRE(accel_device_count() >= 1);
   void* p = nullptr;
   accel_status_t st = accel_malloc(0, size_t{64} << 30, &p);  // fake: 1 GiB per device
@@ -509,8 +511,41 @@ TEST_CASE("driver errors carry the call and the driver's name and text", "[error
   INFO(msg);
   CHECK_THAT(msg, Catch::Contains("cuda"));
   CHECK_THAT(msg, Catch::Contains("cuMemAlloc"));
-  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY"));
-  CHECK_THAT(msg, Catch::Contains("out of memory"));
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY (2): "));
+  return msg;
+}
+
+// The fake's text for `code` (its data header,
+// tests/fakes/cuda/fake_error_texts.hpp): the Driver API reference's
+// description, which the plugin's built-in table does not hold.
+std::string driver_text(CUresult code) {
+  const fake_cuda_errors::Text* t = fake_cuda_errors::find(code);
+  REQUIRE(t != nullptr);
+  return t->text;
+}
+
+TEST_CASE("driver errors carry the call and the driver's name and text", "[errors]") {
+  const std::string msg = out_of_memory_message();
+  INFO(msg);
+  // The text is cuGetErrorString's answer, not the plugin's fallback.
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY (2): " +
+                                  driver_text(CUDA_ERROR_OUT_OF_MEMORY)));
+  roundtrip(0);
+}
+
+// FAKE_CUDA_NO_ERROR_STRINGS=1: cuGetErrorName/cuGetErrorString recognise
+// no code (CUDA_ERROR_INVALID_VALUE, NULL), so the name and text are the
+// plugin's own: cuda.h's name and the driver's usual short text.
+TEST_CASE("a driver that cannot name a code: the plugin's own name and text", "[errors-fallback]") {
+  const std::string msg = out_of_memory_message();
+  INFO(msg);
+  // The switch works: the driver the plugin loaded describes nothing.
+  const char* text = "unset";
+  CHECK(FAKE_FN(fake_driver(), cuGetErrorString)(CUDA_ERROR_OUT_OF_MEMORY, &text) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(text == nullptr);
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"));
+  CHECK_THAT(msg, !Catch::Contains(driver_text(CUDA_ERROR_OUT_OF_MEMORY)));
   roundtrip(0);
 }
 

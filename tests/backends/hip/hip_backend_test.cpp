@@ -9,6 +9,7 @@
 
 #include "../common.hpp"
 #include "../interop.hpp"
+#include "fake_hip_error_texts.hpp"
 
 #include <accel/accel.h>
 #include <dlfcn.h>
@@ -68,6 +69,11 @@ Fn sym(void* h, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 #define FAKE_FN(h, f) sym<decltype(&::f)>(h, #f)
+
+// The fake's text for `code` (its data header,
+// tests/fakes/hip/fake_hip_error_texts.hpp): AMD's documented description,
+// which no plugin's built-in table holds.
+std::string runtime_text(hipError_t code) { return fake_hip_errors::find(code).text; }
 
 bool fake_initialised() { return sym<int (*)()>(fake_runtime(), "fake_hip_initialised")() != 0; }
 
@@ -315,7 +321,7 @@ TEST_CASE("fake runtime without devices: no_devices with the runtime's reason", 
   CHECK(hip.devices == 0);
   INFO(hip.reason);
   CHECK(contains(hip.reason, "hipErrorNoDevice"));
-  CHECK(contains(hip.reason, "no ROCm-capable device is detected (fake)"));  // the runtime's text
+  CHECK(contains(hip.reason, runtime_text(hipErrorNoDevice)));  // hipGetErrorString's
   CHECK(contains(hip.reason, "hipGetDeviceCount"));
   CHECK(accel_is_available() == 0);
 }
@@ -1009,6 +1015,20 @@ TEST_CASE("runtime version: known at discovery when counting initialised HIP",
   CHECK(hip_info().runtime_version == "HIP runtime 6.0.32830 (60032830)");
 }
 
+// What hipMalloc's failure reads: "hipMalloc failed: <name> (2): <text>
+// (<bytes> bytes) on device 0".
+std::string out_of_memory_message() {
+  REQUIRE(accel_device_count() == 2);
+  void* big = nullptr;
+  CHECK(accel_malloc(0, size_t{2} << 30, &big) == ACCEL_ERROR_OUT_OF_MEMORY);
+  std::string msg = accel_last_error();
+  INFO(msg);
+  CHECK(contains(msg, "hip"));
+  CHECK(contains(msg, "hipMalloc failed: hipErrorOutOfMemory (2): "));
+  CHECK(contains(msg, "device 0"));
+  return msg;
+}
+
 TEST_CASE("properties and error text", "[errors]") {
   REQUIRE(accel_device_count() == 2);
   Info hip = hip_info();
@@ -1037,15 +1057,21 @@ TEST_CASE("properties and error text", "[errors]") {
   CHECK(least == 1);
   CHECK(greatest == -1);
 
-  void* big = nullptr;
-  CHECK(accel_malloc(0, size_t{2} << 30, &big) == ACCEL_ERROR_OUT_OF_MEMORY);
-  std::string msg = accel_last_error();
+  const std::string msg = out_of_memory_message();
   INFO(msg);
-  CHECK(contains(msg, "hip"));
-  CHECK(contains(msg, "hipMalloc"));
-  CHECK(contains(msg, "hipErrorOutOfMemory"));
-  CHECK(contains(msg, "out of memory"));  // hipGetErrorString's text
-  CHECK(contains(msg, "device 0"));
+  // The text is hipGetErrorString's answer (the fake's data header).
+  CHECK(contains(msg, "hipErrorOutOfMemory (2): " + runtime_text(hipErrorOutOfMemory)));
+}
+
+// FAKE_HIP_NO_ERROR_STRINGS=1: hipGetErrorName/hipGetErrorString answer
+// NULL, so the name is the plugin's own and the text says there is none.
+TEST_CASE("a runtime that cannot name a code: the plugin's own name, no text",
+          "[errors-fallback]") {
+  const std::string msg = out_of_memory_message();
+  INFO(msg);
+  CHECK(FAKE_FN(fake_runtime(), hipGetErrorString)(hipErrorOutOfMemory) == nullptr);
+  CHECK(contains(msg, "hipErrorOutOfMemory (2): no description"));
+  CHECK_FALSE(contains(msg, runtime_text(hipErrorOutOfMemory)));
 }
 
 int main(int argc, char** argv) {

@@ -18,12 +18,23 @@
 //   FAKE_CUDA_PROC_ADDRESS=0     cuGetProcAddress finds nothing (dlsym path)
 //   FAKE_CUDA_PARAM_INFO=0       cuGetProcAddress does not know
 //                                cuFuncGetParamInfo (a driver older than 12.4)
+//   FAKE_CUDA_NO_ERROR_STRINGS=1 cuGetErrorName and cuGetErrorString recognise
+//                                no code: CUDA_ERROR_INVALID_VALUE with *pStr
+//                                NULL, what the reference says they answer
+//                                for an unrecognised code (a driver older
+//                                than the code). Both stay exported: the
+//                                plugin needs them to load at all
 //   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
 //   FAKE_CUDA_PEER=0             the topology has no P2P path between any two
 //                                devices (default 1: every pair, NVLink-like):
 //                                cuDeviceCanAccessPeer answers 0 and
 //                                cuCtxEnablePeerAccess
 //                                CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+//
+// Error names and texts (cuGetErrorName, cuGetErrorString) come from
+// fake_error_texts.hpp: the enumerators' names, and as texts the Driver API
+// reference's descriptions of the codes, which no plugin's built-in table
+// holds, so a test can tell the driver's text from a plugin's fallback.
 //
 // Model: primary contexts (retain count, active), a per-thread current
 // context, streams that are real worker threads (so ordering, NOT_READY and
@@ -80,6 +91,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_error_texts.hpp"
 #include "fake_internal.hpp"
 #include "fake_model.hpp"
 
@@ -153,7 +165,8 @@ struct Model {
   std::vector<Device*> devices;  // visible ordinals, set by the first cuInit
   int version = CUDA_VERSION;
   bool proc_address = true;
-  bool param_info = true;  // FAKE_CUDA_PARAM_INFO
+  bool param_info = true;     // FAKE_CUDA_PARAM_INFO
+  bool error_strings = true;  // FAKE_CUDA_NO_ERROR_STRINGS unset
   size_t memory = size_t{1024} << 20;
   std::mutex m;  // allocations, live handles
   std::map<uintptr_t, Allocation> allocations;
@@ -191,6 +204,7 @@ Model& model() {
     m->version = env_int("FAKE_CUDA_DRIVER_VERSION", CUDA_VERSION);
     m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
     m->param_info = env_int("FAKE_CUDA_PARAM_INFO", 1) != 0;
+    m->error_strings = env_int("FAKE_CUDA_NO_ERROR_STRINGS", 0) == 0;
     m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
     m->peer = env_int("FAKE_CUDA_PEER", 1) != 0;
     pthread_atfork(nullptr, nullptr, after_fork_child);
@@ -434,46 +448,6 @@ bool live_context(CUcontext c) {
 // The modelled topology: every pair of distinct devices, or none.
 bool peer_capable(int dev, int peer) { return dev != peer && model().peer; }
 
-struct ErrorText {
-  CUresult code;
-  const char* name;
-  const char* text;
-};
-const ErrorText kErrors[] = {
-    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
-    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
-    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
-    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
-     "peer access is not supported between these two devices"},
-    {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
-     "peer access is already enabled"},
-    {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
-     "peer access has not been enabled"},
-    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
-     "part or all of the requested memory range is already mapped"},
-    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
-     "pointer does not correspond to a registered memory region"},
-    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
-    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
-     "no kernel image is available for execution on the device"},
-    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-     "the provided PTX was compiled with an unsupported toolchain."},
-    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
-     "an illegal memory access was encountered"},
-    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
-     "too many resources requested for launch"},
-};
-
 }  // namespace
 
 // --- services for fake_modules.cpp (fake_internal.hpp) ---------------------
@@ -558,28 +532,20 @@ CUresult cuInit(unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+// Both answer CUDA_ERROR_INVALID_VALUE with *pStr NULL for a code they do
+// not recognise (Driver API reference, "Error Handling").
 CUresult cuGetErrorName(CUresult error, const char** str) {
   if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (const auto& e : kErrors) {
-    if (e.code == error) {
-      *str = e.name;
-      return CUDA_SUCCESS;
-    }
-  }
-  *str = nullptr;
-  return CUDA_ERROR_INVALID_VALUE;
+  const fake_cuda_errors::Text* t = model().error_strings ? fake_cuda_errors::find(error) : nullptr;
+  *str = t != nullptr ? t->name : nullptr;
+  return t != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorString(CUresult error, const char** str) {
   if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (const auto& e : kErrors) {
-    if (e.code == error) {
-      *str = e.text;
-      return CUDA_SUCCESS;
-    }
-  }
-  *str = nullptr;
-  return CUDA_ERROR_INVALID_VALUE;
+  const fake_cuda_errors::Text* t = model().error_strings ? fake_cuda_errors::find(error) : nullptr;
+  *str = t != nullptr ? t->text : nullptr;
+  return t != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuDeviceGetCount(int* count) {

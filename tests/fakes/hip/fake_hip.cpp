@@ -38,7 +38,14 @@
 //    hipErrorInvalidValue on AMD are answered so here too.
 //  - modules and kernels (fake_hip_modules.cpp): AMD code objects read from
 //    their ELF, kernels found by their descriptors, launches of the shared
-//    kernels run on the host (fake_hip_kernels.cpp) in stream order.
+//    kernels run on the host (fake_hip_kernels.cpp) in stream order;
+//  - hipGetErrorName / hipGetErrorString answer the enumerator's name and,
+//    as text, AMD's documented description of the code
+//    (fake_hip_error_texts.hpp: worded apart from any plugin's built-in
+//    names, so a test can tell whose text a message shows);
+//    FAKE_HIP_NO_ERROR_STRINGS=1 makes both answer NULL for every code, a
+//    runtime that cannot describe its codes (both stay exported: the plugin
+//    needs them to load).
 // Built twice: libamdhip64.so (a ROCm 6 runtime with 6.2's visibility rules;
 // it reports version 6.0.32830, which tests check) and, with
 // FAKE_HIP_5_2_EXPORTS, libamdhip64.so.5 (Debian 5.2's: no hipLaunchHostFunc
@@ -53,6 +60,7 @@
 // fake_hip_kernel_faults() and fake_hip_last_arg_bytes() (fake_hip_modules.cpp).
 #include <hip/hip_runtime_api.h>
 
+#include "fake_hip_error_texts.hpp"
 #include "fake_hip_internal.hpp"
 
 #include <chrono>
@@ -479,94 +487,26 @@ bool kernel_accessible(const void* p, size_t bytes) {
 
 // --- errors ---------------------------------------------------------------
 
+namespace {
+
+// FAKE_HIP_NO_ERROR_STRINGS=1: read once, without initialising the runtime
+// (HIP names its codes before hipInit).
+bool error_strings() {
+  static const bool on = [] {
+    const char* v = std::getenv("FAKE_HIP_NO_ERROR_STRINGS");
+    return v == nullptr || std::strcmp(v, "1") != 0;
+  }();
+  return on;
+}
+
+}  // namespace
+
 FAKE_EXPORT const char* hipGetErrorName(hipError_t e) {
-  switch (e) {
-    case hipSuccess:
-      return "hipSuccess";
-    case hipErrorInvalidValue:
-      return "hipErrorInvalidValue";
-    case hipErrorOutOfMemory:
-      return "hipErrorOutOfMemory";
-    case hipErrorInvalidDevicePointer:
-      return "hipErrorInvalidDevicePointer";
-    case hipErrorInvalidMemcpyDirection:
-      return "hipErrorInvalidMemcpyDirection";
-    case hipErrorNoDevice:
-      return "hipErrorNoDevice";
-    case hipErrorInvalidDevice:
-      return "hipErrorInvalidDevice";
-    case hipErrorInvalidHandle:
-      return "hipErrorInvalidHandle";
-    case hipErrorNotReady:
-      return "hipErrorNotReady";
-    case hipErrorPeerAccessAlreadyEnabled:
-      return "hipErrorPeerAccessAlreadyEnabled";
-    case hipErrorPeerAccessNotEnabled:
-      return "hipErrorPeerAccessNotEnabled";
-    case hipErrorContextIsDestroyed:
-      return "hipErrorContextIsDestroyed";
-    case hipErrorHostMemoryAlreadyRegistered:
-      return "hipErrorHostMemoryAlreadyRegistered";
-    case hipErrorHostMemoryNotRegistered:
-      return "hipErrorHostMemoryNotRegistered";
-    case hipErrorInvalidConfiguration:
-      return "hipErrorInvalidConfiguration";
-    case hipErrorInvalidImage:
-      return "hipErrorInvalidImage";
-    case hipErrorNoBinaryForGpu:
-      return "hipErrorNoBinaryForGpu";
-    case hipErrorNotFound:
-      return "hipErrorNotFound";
-    case hipErrorNotSupported:
-      return "hipErrorNotSupported";
-    default:
-      return "hipErrorUnknown";
-  }
+  return error_strings() ? fake_hip_errors::find(e).name : nullptr;
 }
 
 FAKE_EXPORT const char* hipGetErrorString(hipError_t e) {
-  switch (e) {
-    case hipSuccess:
-      return "no error";
-    case hipErrorInvalidValue:
-      return "invalid argument";
-    case hipErrorOutOfMemory:
-      return "out of memory";
-    case hipErrorInvalidDevicePointer:
-      return "invalid device pointer";
-    case hipErrorInvalidMemcpyDirection:
-      return "invalid copy direction";
-    case hipErrorNoDevice:
-      return "no ROCm-capable device is detected (fake)";
-    case hipErrorInvalidDevice:
-      return "invalid device ordinal";
-    case hipErrorInvalidHandle:
-      return "invalid resource handle";
-    case hipErrorNotReady:
-      return "device not ready";
-    case hipErrorPeerAccessAlreadyEnabled:
-      return "peer access is already enabled";
-    case hipErrorPeerAccessNotEnabled:
-      return "peer access has not been enabled";
-    case hipErrorContextIsDestroyed:
-      return "context is destroyed";
-    case hipErrorHostMemoryAlreadyRegistered:
-      return "part or all of the requested memory range is already mapped";
-    case hipErrorHostMemoryNotRegistered:
-      return "pointer does not correspond to a registered memory region";
-    case hipErrorInvalidConfiguration:
-      return "invalid configuration argument";
-    case hipErrorInvalidImage:
-      return "device kernel image is invalid";
-    case hipErrorNoBinaryForGpu:
-      return "no kernel image is available for execution on the device";
-    case hipErrorNotFound:
-      return "named symbol not found";
-    case hipErrorNotSupported:
-      return "operation not supported";
-    default:
-      return "unknown error";
-  }
+  return error_strings() ? fake_hip_errors::find(e).text : nullptr;
 }
 
 // --- init, devices --------------------------------------------------------
