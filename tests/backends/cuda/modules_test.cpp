@@ -350,6 +350,36 @@ TEST_CASE("bad PTX is BUILD_FAILED with the driver's log", "[modules]") {
   CHECK_THAT(build_log(), Catch::Contains("sm_120"));
 }
 
+TEST_CASE("PTX with an instruction the ISA lacks is BUILD_FAILED with the JIT's log", "[modules]") {
+  const accel_module_image_t* im = ptx_image();
+  if (im == nullptr) return;
+  // nvcc's PTX with the opcode of its first parameter load renamed to one no
+  // PTX ISA defines: the module is otherwise what nvcc wrote.
+  std::string text(static_cast<const char*>(im->data), im->size);
+  const size_t at = text.find("ld.param.");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 2, "bogus_ld");
+  const std::string line =
+      "line " + std::to_string(1 + std::count(text.begin(), text.begin() + at, '\n')) + ";";
+  accel_module_image_t bad{ACCEL_MODULE_FORMAT_PTX, text.c_str(), text.size() + 1};
+  accel_module_t m = nullptr;
+  const std::string msg =
+      refused(accel_module_load(0, &bad, 1, nullptr, &m), ACCEL_ERROR_BUILD_FAILED);
+  CHECK(m == nullptr);
+  CHECK_THAT(msg, Catch::Contains("cuModuleLoadDataEx"));
+  CHECK_THAT(msg, Catch::Contains("CUDA_ERROR_INVALID_PTX"));
+  // The JIT's error log (CU_JIT_ERROR_LOG_BUFFER) names the line and the
+  // opcode, in the build log and in the detail.
+  const std::string log = build_log();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("ptx input, " + line));
+  CHECK_THAT(log, Catch::Contains("'bogus_ld'"));
+  CHECK_THAT(msg, Catch::Contains("ptx input, " + line));
+  CHECK_THAT(msg, Catch::Contains("'bogus_ld'"));
+  // The same PTX unedited loads: the instruction was what the JIT refused.
+  REQUIRE_OK(accel_module_unload(load(*im)));
+}
+
 TEST_CASE("an image that is not of its format is INVALID_ARGUMENT before the driver", "[modules]") {
   accel_module_t m = nullptr;
   static const char kText[] = "hello, this is plain text and no kernel image at all";

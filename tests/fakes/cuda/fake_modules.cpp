@@ -5,10 +5,10 @@
 // does: an ELF file is a cubin, 0xBA55ED50 a fat binary, anything else
 // NUL-terminated PTX text. PTX is read by fake_ptx.cpp: its .version must be
 // one this driver version supports (else CUDA_ERROR_UNSUPPORTED_PTX_VERSION),
-// its .target one the device (sm_90) runs, and it must be a PTX module (else
-// CUDA_ERROR_INVALID_PTX); the reason goes to the caller's
-// CU_JIT_ERROR_LOG_BUFFER. A successful load with CU_JIT_LOG_VERBOSE writes
-// each kernel's resources to CU_JIT_INFO_LOG_BUFFER, as ptxas -v does. A
+// its .target one the device (sm_90) runs, and it must be a PTX module whose
+// instructions are all ones the ISA defines (else CUDA_ERROR_INVALID_PTX);
+// the reason goes to the caller's CU_JIT_ERROR_LOG_BUFFER, in ptxas's words. A successful load with
+// CU_JIT_LOG_VERBOSE writes each kernel's resources to CU_JIT_INFO_LOG_BUFFER, as ptxas -v does. A
 // cubin with EM_CUDA and a fat binary are well-formed but hold machine code
 // the fake cannot run: CUDA_ERROR_NO_BINARY_FOR_GPU (an ELF file for another
 // machine is CUDA_ERROR_INVALID_IMAGE). Each log buffer's size option is

@@ -3,9 +3,11 @@
 // optional .address_size; module scope holds .entry and .func definitions,
 // variable declarations in a state space (.global, .const, .shared, .local),
 // linking directives (.visible, .extern, .weak, .common), .file, .section
-// and .pragma. Comments are C++-style (// and /* */). Instructions are not
-// read: a body is its balanced braces, scanned only for .reg, .shared and
-// .local declarations.
+// and .pragma. Comments are C++-style (// and /* */). A body is read
+// statement by statement: its .reg, .shared and .local declarations are
+// counted, and each instruction's opcode must be one the ISA defines (its
+// operands are not read). Errors are reported in ptxas's words ("ptxas
+// application ptx input, line N; error   : ...").
 #include "fake_ptx.hpp"
 
 #include <cctype>
@@ -99,6 +101,52 @@ size_t type_size(const std::string& t) {
   };
   auto it = sizes.find(t);
   return it == sizes.end() ? 0 : it->second;
+}
+
+// The instruction names of the PTX ISA ("Instructions", by section), what
+// comes before an instruction's first '.'; anything else is not PTX.
+constexpr const char* kOpcodes[] = {
+    // Integer and extended-precision integer arithmetic.
+    "add sub mul mad mul24 mad24 sad div rem abs neg min max popc clz bfind fns brev bfe bfi "
+    "szext bmsk dp4a dp2a addc subc madc",
+    // Floating point (and half precision), comparison and selection.
+    "testp copysign fma rcp sqrt rsqrt sin cos lg2 ex2 tanh set setp selp slct",
+    // Logic and shift.
+    "and or xor not cnot lop3 shf shl shr",
+    // Data movement and conversion.
+    "mov shfl prmt ld ldu st multimem prefetch prefetchu applypriority discard createpolicy "
+    "isspacep cvta cvt mapa getctarank cp tensormap ldmatrix stmatrix movmatrix alloca "
+    "stacksave stackrestore",
+    // Texture and surface.
+    "tex tld4 txq istypep suld sust sured suq",
+    // Control flow.
+    "bra brx call ret exit",
+    // Parallel synchronization and communication.
+    "bar barrier elect membar fence atom red vote match activemask redux griddepcontrol "
+    "mbarrier nanosleep setmaxnreg clusterlaunchcontrol",
+    // Warp- and warpgroup-level matrix multiply-accumulate, 5th-generation tensor cores.
+    "wmma mma wgmma tcgen05",
+    // Video (scalar and SIMD).
+    "vadd vsub vabsdiff vmin vmax vshl vshr vmad vset vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 "
+    "vset2 vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4 vset4",
+    // Miscellaneous.
+    "trap brkpt pmevent",
+};
+
+bool known_opcode(const std::string& op) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> out;
+    for (const char* group : kOpcodes) {
+      for (const char* p = group; *p != '\0';) {
+        const char* end = std::strchr(p, ' ');
+        if (end == nullptr) end = p + std::strlen(p);
+        out.emplace(p, end);
+        p = *end == ' ' ? end + 1 : end;
+      }
+    }
+    return out;
+  }();
+  return names.count(op) != 0;
 }
 
 class Parser {
@@ -329,10 +377,14 @@ class Parser {
   }
 
   // .func [(ret)] name [(params)] [directives] { body } | ;
+  // A device function's body is read as a kernel's is (its instructions
+  // checked), its resources not kept: it is no kernel.
   bool func() {
     ++i_;
     if (peek_is("(") && !parens()) return false;
     if (at_end() || peek().kind != 'w') return fail("expected a function name, found " + found());
+    PtxEntry f;
+    f.name = peek().text;
     ++i_;
     if (peek_is("(") && !parens()) return false;
     while (!at_end() && !peek_is("{") && !peek_is(";")) ++i_;
@@ -340,7 +392,7 @@ class Parser {
       ++i_;
       return true;
     }
-    return braces();
+    return body(f);
   }
 
   bool parens() {
@@ -469,8 +521,12 @@ class Parser {
     return true;
   }
 
-  // { ... } with .reg, .shared and .local declarations counted, and
-  // module-scope .shared variables the body names.
+  // { ... }: statement by statement (PTX ISA "Statements"): labels
+  // (`name:`), nested blocks, directives (.reg, .shared and .local counted;
+  // .loc runs to the end of its line, the others to their ';') and
+  // instructions, each `[@[!]pred] opcode[.modifier]* operands ;` with an
+  // opcode the ISA defines (an unknown one is refused as ptxas refuses it);
+  // module-scope .shared variables the body names are counted too.
   bool body(PtxEntry& e) {
     if (!expect("{")) return false;
     int depth = 1;
@@ -480,27 +536,70 @@ class Parser {
       const Token& tok = peek();
       if (tok.text == "{") {
         ++depth;
+        ++i_;
       } else if (tok.text == "}") {
         --depth;
+        ++i_;
+      } else if (tok.text == ";") {
+        ++i_;  // an empty statement
       } else if (tok.text == ".reg") {
         if (!registers(regs)) return false;
-        continue;
       } else if (tok.text == ".shared" || tok.text == ".local") {
         const bool shared = tok.text == ".shared";
         std::string name;
         size_t bytes = 0;
         if (!variable(name, bytes)) return false;
         (shared ? e.static_shared : e.local_bytes) += bytes;
-        continue;
-      } else if (tok.kind == 'w' && module_shared_.count(tok.text) != 0) {
-        named.insert(tok.text);
+      } else if (tok.text == ".loc") {
+        const int at = tok.line;
+        while (!at_end() && peek().line == at) ++i_;
+      } else if (tok.kind == 'w' && tok.text[0] == '.') {
+        if (!to_semicolon(named)) return false;
+      } else if (tok.kind == 'w' && i_ + 1 < t_.size() && t_[i_ + 1].text == ":") {
+        i_ += 2;  // a label
+      } else if (tok.kind == 'w' || tok.text == "@") {
+        if (!instruction(named)) return false;
+      } else {
+        return fail("syntax error at " + found());
       }
-      ++i_;
     }
     if (depth != 0) return fail("unexpected end of file: '" + e.name + "' has no closing '}'");
     for (const std::string& n : named) e.static_shared += module_shared_[n];
     e.registers = static_cast<int>(regs > 255 ? 255 : regs);
     return true;
+  }
+
+  // `[@[!]pred] opcode[.modifier]* operands ;`
+  bool instruction(std::set<std::string>& named) {
+    if (peek_is("@")) {
+      ++i_;
+      if (peek_is("!")) ++i_;
+      if (at_end() || peek().kind != 'w') return fail("expected a predicate after '@'");
+      ++i_;
+    }
+    if (at_end() || peek().kind != 'w' || peek().text[0] == '.')
+      return fail("expected an instruction, found " + found());
+    const std::string& word = peek().text;
+    const std::string opcode = word.substr(0, word.find('.'));
+    if (!known_opcode(opcode)) return fail("Not a name of any known instruction: '" + opcode + "'");
+    return to_semicolon(named);
+  }
+
+  // Skips to the ';' ending the statement, noting module-scope .shared
+  // variables named on the way.
+  bool to_semicolon(std::set<std::string>& named) {
+    while (!at_end() && !peek_is(";")) {
+      if (peek_is("{") || peek_is("}")) {
+        // A vector operand ({%f1, %f2}) is balanced within its statement.
+        if (peek_is("}")) return fail("unexpected '}': missing ';' before it");
+        while (!at_end() && !peek_is("}") && !peek_is(";")) ++i_;
+        if (!peek_is("}")) return fail("missing '}' in a vector operand");
+      } else if (peek().kind == 'w' && module_shared_.count(peek().text) != 0) {
+        named.insert(peek().text);
+      }
+      ++i_;
+    }
+    return expect(";");
   }
 
   // .reg [.vN] .type %a<N> | %a, %b ;  -> 32-bit slots (predicates: none)
@@ -552,8 +651,8 @@ class Parser {
 
 std::string error_log(int line, const std::string& message) {
   char head[64];
-  std::snprintf(head, sizeof head, "ptxas (fake driver) ptx input, line %d; error   : ", line);
-  return head + message + "\nptxas (fake driver) fatal   : PTX assembly aborted due to errors\n";
+  std::snprintf(head, sizeof head, "ptxas application ptx input, line %d; error   : ", line);
+  return head + message + "\nptxas fatal   : Ptx assembly aborted due to errors\n";
 }
 
 }  // namespace

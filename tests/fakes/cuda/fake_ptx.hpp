@@ -2,7 +2,9 @@
 // Directives", "Kernel Function Parameters", "Performance-Tuning
 // Directives", "State Spaces") to find a module's kernels, their parameter
 // layout and the resources they declare, and to refuse text that is not a
-// PTX module. It does not read instructions: the fake runs host
+// PTX module, as the driver's JIT refuses it (CUDA_ERROR_INVALID_PTX, with
+// ptxas's error log). Of instructions it checks the opcode only ("Instructions":
+// the names the ISA defines), not their operands: the fake runs host
 // implementations of the kernels it knows by name (fake_kernels.hpp).
 #pragma once
 
@@ -43,8 +45,10 @@ struct PtxModule {
 // What loading the text gave: CUDA_SUCCESS (0) and `out` filled, or the
 // CUresult the driver answers with `error_log` saying why:
 // CUDA_ERROR_UNSUPPORTED_PTX_VERSION (.version newer than `max_isa`),
-// CUDA_ERROR_INVALID_PTX (anything else: not PTX, syntax, a .target the
-// device `device_sm` cannot run).
+// CUDA_ERROR_INVALID_PTX (anything else: not PTX, syntax, an instruction the
+// ISA does not define, a .target the device `device_sm` cannot run). The
+// log reads as ptxas writes it: "ptxas application ptx input, line N;
+// error   : <what>" and "ptxas fatal   : Ptx assembly aborted due to errors".
 int parse_ptx(const char* text, int max_isa, int device_sm, PtxModule& out, std::string& error_log);
 
 // The newest PTX ISA (major * 10 + minor) a driver of `driver_version`
