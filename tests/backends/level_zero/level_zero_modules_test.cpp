@@ -23,6 +23,13 @@
 #include <thread>
 #include <vector>
 
+#ifdef ZE_TEST_HAVE_UNSIZED_SPIRV
+extern "C" {
+extern const unsigned char ze_test_unsized_spirv[];  // unsized_arg.cl's SPIR-V
+extern const size_t ze_test_unsized_spirv_size;
+}
+#endif
+
 namespace {
 
 #define MOD_REQUIRE_OK(expr)                                                       \
@@ -692,6 +699,29 @@ TEST_CASE("the fake driver's modules through the loader: the checks the tests re
   CHECK(zeKernelSetGroupSize(k, 0, 1, 1) == ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION);
   CHECK(zeKernelSetGroupSize(k, 2048, 1, 1) == ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION);
   CHECK(zeKernelSetGroupSize(k, 64, 2, 1) == ZE_RESULT_SUCCESS);
+#ifdef ZE_TEST_HAVE_UNSIZED_SPIRV
+  {
+    // A parameter of a type the fake cannot size (unsized_arg.cl's sampler):
+    // refused at every size, never taken at whatever size it is given.
+    ze_module_desc_t udesc = desc;
+    udesc.inputSize = ze_test_unsized_spirv_size;
+    udesc.pInputModule = ze_test_unsized_spirv;
+    ze_module_handle_t umod = nullptr;
+    REQUIRE(zeModuleCreate(ctx, device, &udesc, &umod, nullptr) == ZE_RESULT_SUCCESS);
+    kd.pKernelName = "takes_sampler";  // (sampler_t s, global int* out)
+    ze_kernel_handle_t uk = nullptr;
+    REQUIRE(zeKernelCreate(umod, &kd, &uk) == ZE_RESULT_SUCCESS);
+    const unsigned char value[16] = {};
+    for (size_t size : {size_t{1}, size_t{4}, sizeof(void*), sizeof value}) {
+      INFO("sampler argument of " << size << " bytes");
+      CHECK(zeKernelSetArgumentValue(uk, 0, size, value) ==
+            ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE);
+    }
+    CHECK(zeKernelSetArgumentValue(uk, 1, sizeof ptr, &ptr) == ZE_RESULT_SUCCESS);
+    REQUIRE(zeKernelDestroy(uk) == ZE_RESULT_SUCCESS);
+    REQUIRE(zeModuleDestroy(umod) == ZE_RESULT_SUCCESS);
+  }
+#endif
   // The specification: kernels before their module.
   CHECK(zeModuleDestroy(mod) == ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE);
   REQUIRE(zeKernelDestroy(k) == ZE_RESULT_SUCCESS);

@@ -16,6 +16,10 @@
 //    default) and their arguments, checked against the SPIR-V parameter
 //    (index: ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX; size:
 //    ..._ARGUMENT_SIZE; a local-memory parameter takes a size and no value).
+//    A value parameter whose type the SPIR-V reader cannot size (not a
+//    scalar, vector or pointer: a sampler, an image) takes no size at all
+//    (..._ARGUMENT_SIZE), where a driver would know its size: the fake
+//    cannot check it, so it does not accept it.
 //    Setting them from two threads at once, which the specification
 //    forbids, is counted (fake_ze_kernel_races()).
 //  - A launch captures the group size and arguments at append and runs on
@@ -342,8 +346,10 @@ ze_result_t fKernelSetArgumentValue(ze_kernel_handle_t h, uint32_t index, size_t
       a.local_bytes = size;
       break;
     case ParamKind::Value:
-      if (size == 0 || (p.size != 0 && size != p.size))
-        return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+      // p.size 0: a type the SPIR-V reader does not size (a sampler, an
+      // image, a struct): no size can be checked, so none is taken, rather
+      // than whatever the caller says.
+      if (p.size == 0 || size != p.size) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
       a.value.assign(size, 0);  // a null value is a zero value
       if (value != nullptr) std::memcpy(a.value.data(), value, size);
       break;

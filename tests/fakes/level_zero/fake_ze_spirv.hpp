@@ -16,7 +16,8 @@ namespace fake_ze {
 // What a kernel parameter is, from its OpTypePointer storage class or its
 // scalar/vector type.
 enum class ParamKind {
-  Value,   // a scalar or vector (size known) or a struct (size 0: unknown)
+  Value,   // a scalar or vector (size known), or any other type (size 0:
+           // unknown; zeKernelSetArgumentValue refuses every size for it)
   Global,  // pointer to CrossWorkgroup / UniformConstant / Generic memory: sizeof(void*)
   Local,   // pointer to Workgroup memory: set with a size and no value
 };
