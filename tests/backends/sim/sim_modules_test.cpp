@@ -777,6 +777,22 @@ void append_log(void* ctx, const char* text, size_t length) {
 
 }  // namespace
 
+// direct_plugin.hpp names every copy apart: dlopen of a name it loaded
+// before, even from a file since removed, returns that object again.
+TEST_CASE("sim modules: two private copies in one process are two instances", "[sim-modules]") {
+  const accel_plugin_api_t* first = private_sim();
+  const accel_plugin_api_t* second = private_sim();
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  // Each vtable lies in its own loaded object.
+  CHECK(first != second);
+  Dl_info a{}, b{};
+  REQUIRE(dladdr(first, &a) != 0);
+  REQUIRE(dladdr(second, &b) != 0);
+  CHECK(a.dli_fbase != b.dli_fbase);
+  CHECK(std::string(a.dli_fname) != b.dli_fname);
+}
+
 TEST_CASE("sim modules: the plugin checks launches by itself", "[sim-modules]") {
   const accel_plugin_api_t* a = private_sim();
   INFO("ACCEL_TEST_SIM_PLUGIN=" << (std::getenv("ACCEL_TEST_SIM_PLUGIN")
