@@ -13,7 +13,8 @@
 // event. The kernels are the build's PTX of kernels/accel_kernels.cu
 // (embedded when nvcc made it): accel loads it with accel_module_load, the
 // direct side with cuModuleLoadDataEx in the same context. Without that PTX
-// every benchmark fails with an error (cuda.sh counts that as a failure).
+// the launch benchmarks fail with an error (cuda.sh counts that as a
+// failure); the stream and event ones need none.
 //
 // Every benchmark is paired: each iteration times one batch of an operation
 // through accel and one batch of the driver call (the side that goes first
@@ -60,8 +61,9 @@ struct Driver {
 constexpr uint32_t kSaxpyN = 32;
 
 struct Setup {
-  bool ok = false;
-  std::string why;
+  bool ok = false;          // streams and events
+  bool kernels_ok = false;  // and the kernels, from the build's PTX
+  std::string why, why_kernels;
   Driver cu;
   accel_stream_t s = nullptr;
   accel_event_t e = nullptr;
@@ -96,16 +98,13 @@ struct Setup {
            sym(cu.event_record, "cuEventRecord") && sym(cu.event_query, "cuEventQuery");
   }
 
-  bool accel_side(const accel_module_image_t* ptx) {
+  bool accel_side() {
     const char* b = accel_current_accelerator();
     if (!accel_is_available() || b == nullptr || std::strcmp(b, "cuda") != 0)
       return fail(std::string("needs accel over cuda (ACCEL_BACKEND=cuda): ") +
                   accel_selection_reason());
     if (accel_stream_create(0, 0, &s) != ACCEL_SUCCESS ||
         accel_event_create(0, 0, &e) != ACCEL_SUCCESS ||
-        accel_module_load(0, ptx, 1, nullptr, &module) != ACCEL_SUCCESS ||
-        accel_module_get_kernel(module, "empty", &empty) != ACCEL_SUCCESS ||
-        accel_module_get_kernel(module, "saxpy", &saxpy) != ACCEL_SUCCESS ||
         accel_malloc(0, kSaxpyN * sizeof(float), &x) != ACCEL_SUCCESS ||
         accel_malloc(0, kSaxpyN * sizeof(float), &y) != ACCEL_SUCCESS ||
         accel_memset_async(x, 0, kSaxpyN * sizeof(float), s) != ACCEL_SUCCESS ||
@@ -115,7 +114,7 @@ struct Setup {
     return true;
   }
 
-  bool native_side(const accel_module_image_t* ptx) {
+  bool native_side() {
     accel_native_handle_t dh, sh, eh;
     for (accel_native_handle_t* h : {&dh, &sh, &eh}) {
       std::memset(h, 0, sizeof *h);
@@ -131,22 +130,37 @@ struct Setup {
     // direct calls (accel makes it current itself where it must).
     if (cu.ctx_set_current(static_cast<CUcontext>(dh.context)) != CUDA_SUCCESS)
       return fail("cuCtxSetCurrent failed");
+    return true;
+  }
+
+  // The same kernels on both sides.
+  bool kernels() {
+    const accel_module_image_t* ptx = accel_kernels_image(ACCEL_MODULE_FORMAT_PTX);
+    if (ptx == nullptr) {
+      why_kernels = "the build has no PTX (kernels/meson.build makes it with nvcc, -Dnvcc)";
+      return false;
+    }
+    if (accel_module_load(0, ptx, 1, nullptr, &module) != ACCEL_SUCCESS ||
+        accel_module_get_kernel(module, "empty", &empty) != ACCEL_SUCCESS ||
+        accel_module_get_kernel(module, "saxpy", &saxpy) != ACCEL_SUCCESS) {
+      why_kernels = std::string("accel_module_load of the build's PTX: ") + accel_last_error();
+      return false;
+    }
     // The driver wants NUL-terminated PTX text; the embedded image has no NUL.
     const std::string text(static_cast<const char*>(ptx->data), ptx->size);
     if (cu.module_load(&cm, text.c_str(), 0, nullptr, nullptr) != CUDA_SUCCESS ||
         cu.get_function(&f_empty, cm, "empty") != CUDA_SUCCESS ||
-        cu.get_function(&f_saxpy, cm, "saxpy") != CUDA_SUCCESS)
-      return fail("cuModuleLoadDataEx / cuModuleGetFunction of the build's PTX failed");
+        cu.get_function(&f_saxpy, cm, "saxpy") != CUDA_SUCCESS) {
+      why_kernels = "cuModuleLoadDataEx / cuModuleGetFunction of the build's PTX failed";
+      return false;
+    }
     return true;
   }
 
   Setup() {
-    const accel_module_image_t* ptx = accel_kernels_image(ACCEL_MODULE_FORMAT_PTX);
-    if (ptx == nullptr) {
-      why = "the build has no PTX (kernels/meson.build makes it with nvcc, -Dnvcc)";
-      return;
-    }
-    ok = load_driver() && accel_side(ptx) && native_side(ptx);
+    ok = load_driver() && accel_side() && native_side();
+    if (!ok) why_kernels = why;
+    kernels_ok = ok && kernels();
   }
 };
 
@@ -170,10 +184,11 @@ Clock now() {
 // Times `batch` calls of each side per iteration (see the top of the file).
 // Each op returns true on success.
 template <typename AccelOp, typename VendorOp>
-void paired(benchmark::State& state, int batch, AccelOp accel_op, VendorOp vendor_op) {
+void paired(benchmark::State& state, bool launches, int batch, AccelOp accel_op,
+            VendorOp vendor_op) {
   Setup& su = setup();
-  if (!su.ok) {
-    state.SkipWithError(su.why.c_str());
+  if (!(launches ? su.kernels_ok : su.ok)) {
+    state.SkipWithError((launches ? su.why_kernels : su.why).c_str());
     return;
   }
   double wall[2] = {0, 0}, cpu[2] = {0, 0};
@@ -229,7 +244,7 @@ void BM_cuda_launch_empty_paired(benchmark::State& state) {
   Setup& su = setup();
   const accel_launch_config_t c = config(su.s);
   paired(
-      state, kLaunchBatch,
+      state, true, kLaunchBatch,
       [&] { return accel_launch_kernel(su.empty, &c, nullptr, 0) == ACCEL_SUCCESS; },
       [&] {
         return su.cu.launch(su.f_empty, 1, 1, 1, 32, 1, 1, 0, su.cs, nullptr, nullptr) ==
@@ -250,7 +265,7 @@ void BM_cuda_launch_saxpy_paired(benchmark::State& state) {
   CUdeviceptr cx = reinterpret_cast<CUdeviceptr>(su.x), cy = reinterpret_cast<CUdeviceptr>(su.y);
   void* params[] = {const_cast<float*>(&alpha), &cx, &cy, const_cast<uint32_t*>(&n)};
   paired(
-      state, kLaunchBatch,
+      state, true, kLaunchBatch,
       [&] { return accel_launch_kernel(su.saxpy, &c, args, 4) == ACCEL_SUCCESS; },
       [&] {
         return su.cu.launch(su.f_saxpy, 1, 1, 1, 32, 1, 1, 0, su.cs, params, nullptr) ==
@@ -262,7 +277,7 @@ BENCHMARK(BM_cuda_launch_saxpy_paired);
 void BM_cuda_stream_query_paired(benchmark::State& state) {
   Setup& su = setup();
   paired(
-      state, kQueryBatch, [&] { return accel_stream_query(su.s) == ACCEL_SUCCESS; },
+      state, false, kQueryBatch, [&] { return accel_stream_query(su.s) == ACCEL_SUCCESS; },
       [&] { return su.cu.stream_query(su.cs) == CUDA_SUCCESS; });
 }
 BENCHMARK(BM_cuda_stream_query_paired);
@@ -270,7 +285,7 @@ BENCHMARK(BM_cuda_stream_query_paired);
 void BM_cuda_stream_synchronize_paired(benchmark::State& state) {
   Setup& su = setup();
   paired(
-      state, kQueryBatch, [&] { return accel_stream_synchronize(su.s) == ACCEL_SUCCESS; },
+      state, false, kQueryBatch, [&] { return accel_stream_synchronize(su.s) == ACCEL_SUCCESS; },
       [&] { return su.cu.stream_synchronize(su.cs) == CUDA_SUCCESS; });
 }
 BENCHMARK(BM_cuda_stream_synchronize_paired);
@@ -278,7 +293,7 @@ BENCHMARK(BM_cuda_stream_synchronize_paired);
 void BM_cuda_event_record_paired(benchmark::State& state) {
   Setup& su = setup();
   paired(
-      state, kLaunchBatch, [&] { return accel_event_record(su.e, su.s) == ACCEL_SUCCESS; },
+      state, false, kLaunchBatch, [&] { return accel_event_record(su.e, su.s) == ACCEL_SUCCESS; },
       [&] { return su.cu.event_record(su.ce, su.cs) == CUDA_SUCCESS; });
 }
 BENCHMARK(BM_cuda_event_record_paired);
@@ -291,7 +306,7 @@ void BM_cuda_event_query_paired(benchmark::State& state) {
     return;
   }
   paired(
-      state, kQueryBatch, [&] { return accel_event_query(su.e) == ACCEL_SUCCESS; },
+      state, false, kQueryBatch, [&] { return accel_event_query(su.e) == ACCEL_SUCCESS; },
       [&] { return su.cu.event_query(su.ce) == CUDA_SUCCESS; });
 }
 BENCHMARK(BM_cuda_event_query_paired);

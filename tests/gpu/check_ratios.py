@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the ratios of a paired Google Benchmark run (tests/bench/bench_cuda.cpp).
 
-check_ratios.py JSON --target R (--enforce | --report) NAME...
+check_ratios.py JSON --target R (--enforce | --report) [--summary FILE] NAME...
 
 JSON is what the benchmark wrote with --benchmark_format=json. Each NAME must
 have run without an error: its median over the repetitions (or its one run)
@@ -11,7 +11,8 @@ above R fails; --report: it is printed as over, and does not fail (tests/gpu/
 cuda.sh reports over a driver that is not the system's, such as the fake,
 whose timings say nothing about a GPU). A NAME that is missing, or that
 stopped with an error (no PTX, no cuda backend...), fails either way.
-The last line counts the ratios and how many met the target.
+The last line counts the ratios and how many met the target (--summary FILE
+writes it there too, without the "check_ratios: " prefix).
 Exit status: 0 pass, 1 fail.
 """
 import json
@@ -24,8 +25,9 @@ def main(argv):
     enforce = "--enforce" in rest
     if enforce == ("--report" in rest):
         raise SystemExit("check_ratios.py: say --enforce or --report")
+    summary = rest[rest.index("--summary") + 1] if "--summary" in rest else None
     names = [a for i, a in enumerate(rest)
-             if not a.startswith("--") and (i == 0 or rest[i - 1] != "--target")]
+             if not a.startswith("--") and (i == 0 or rest[i - 1] not in ("--target", "--summary"))]
     with open(path) as f:
         data = json.load(f)
     entries = {}
@@ -59,8 +61,12 @@ def main(argv):
                                                                 " (reported, not enforced)")))
         if enforce and not ok:
             failures.append("%s: ratio %.3f over %.2f" % (name, b["ratio"], target))
-    print("check_ratios: %d ratios, %d within %.2fx (%s)" % (
-        len(names), met, target, "enforced" if enforce else "reported, not enforced"))
+    line = "%d ratios, %d within %.2fx (%s)" % (
+        len(names), met, target, "enforced" if enforce else "reported, not enforced")
+    print("check_ratios: " + line)
+    if summary:
+        with open(summary, "w") as f:
+            f.write(line + "\n")
     return 1 if failures else 0
 
 
