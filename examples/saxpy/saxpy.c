@@ -95,10 +95,10 @@ int main(void) {
     if (err > max_error) max_error = err;
   }
   printf(
-      "saxpy on %s device %d: %d elements in blocks of %u, max relative error "
-      "%.2g\n",
+      "saxpy on %s device %d: %d elements in %u blocks of %u, max relative "
+      "error %.2g\n",
       accel_current_accelerator(), (int)accel_current_device_index(), N,
-      (unsigned)block, max_error);
+      (unsigned)config.grid.x, (unsigned)block, max_error);
 
   CHECK(accel_free_async(dx, stream));
   CHECK(accel_free_async(dy, stream));

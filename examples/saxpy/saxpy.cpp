@@ -38,7 +38,8 @@ int main() try {
   accel::DeviceBuffer<float> dx(n, stream), dy(n, stream);
   dx.copy_from(x, stream);
   dy.copy_from(y, stream);
-  saxpy.launch((n + block - 1) / block, block, stream, alpha, dx, dy, n);
+  const std::uint32_t blocks = (n + block - 1) / block;
+  saxpy.launch(blocks, block, stream, alpha, dx, dy, n);
   dy.copy_to(y, stream);
   stream.synchronize();
 
@@ -49,8 +50,10 @@ int main() try {
     max_error =
         std::max(max_error, std::fabs(y[i] - want) / (std::fabs(want) + 1));
   }
-  std::printf("saxpy (C++) on %s: %u elements, max relative error %.2g\n",
-              accel_current_accelerator(), n, max_error);
+  std::printf(
+      "saxpy (C++) on %s: %u elements in %u blocks of %u, max relative error "
+      "%.2g\n",
+      accel_current_accelerator(), n, blocks, block, max_error);
   return max_error < 1e-6 ? 0 : 1;
 } catch (const accel::Error& e) {
   std::fprintf(stderr, "%s\n", e.what());

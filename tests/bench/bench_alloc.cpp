@@ -8,7 +8,7 @@
 //    in a process with ACCEL_ALLOC_CONF=backend:native (read once, so it
 //    cannot change within a process): the same pair as one vendor
 //    allocation and one vendor free, as before the cache.
-//  - BM_ocl_direct_svm_pair/N: clSVMAlloc + clSVMFree, what accel's opencl
+//  - BM_ocl_vendor_svm_pair/N: clSVMAlloc + clSVMFree, what accel's opencl
 //    backend does per allocation, called directly in the cl_context of
 //    accel's device 0 (accel_device_native_handle), so both sides use the
 //    same PoCL device in the same process.
@@ -115,7 +115,7 @@ cl_context accel_context(int32_t device) {
 // What accel's opencl backend does for one accel_malloc / accel_free with
 // backend:native (backends/opencl/memory.cpp: clSVMAlloc with
 // CL_MEM_READ_WRITE, default alignment; clSVMFree), in the same context.
-void BM_ocl_direct_svm_pair(benchmark::State& state) {
+void BM_ocl_vendor_svm_pair(benchmark::State& state) {
   const char* b = accel_current_accelerator();
   cl_context ctx = nullptr;
   if (!accel_is_available() || b == nullptr || std::strcmp(b, "opencl") != 0 ||
@@ -140,7 +140,7 @@ void BM_ocl_direct_svm_pair(benchmark::State& state) {
   if (failed != 0) state.SkipWithError("clSVMAlloc returned NULL in the loop");
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ocl_direct_svm_pair)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_ocl_vendor_svm_pair)->Arg(1 << 20)->Arg(64 << 20);
 #endif
 
 // ---- scaling: two threads on two devices, target >= 1.6x one thread --------

@@ -3,17 +3,17 @@
 //
 // Run with ACCEL_BACKEND=opencl ACCEL_OPENCL_DEVICE_TYPE=all
 // POCL_DEVICES=pthread (meson.build sets them). Pairs (target ratio <= 1.10):
-//  - BM_ocl_launch_empty vs BM_ocl_direct_launch_empty: the kernel `empty`
+//  - BM_ocl_launch_empty vs BM_ocl_vendor_launch_empty: the kernel `empty`
 //    of kernels/accel_kernels.cl, one work-item, through accel_launch_kernel
 //    against clEnqueueNDRangeKernel + clFlush on the very cl_command_queue
 //    behind accel's stream (accel_stream_native_handle), with a kernel of a
 //    program the benchmark builds itself from the same source in accel's
 //    context. Every 256 launches both wait for the queue, outside the
 //    timing, so the queue never grows without bound.
-//  - BM_ocl_launch_saxpy vs BM_ocl_direct_launch_saxpy: the same with four
+//  - BM_ocl_launch_saxpy vs BM_ocl_vendor_launch_saxpy: the same with four
 //    arguments (a value, two SVM pointers, a value), set with clSetKernelArg
 //    / clSetKernelArgSVMPointer on the direct side.
-//  - BM_ocl_module_load vs BM_ocl_direct_module_load: accel_module_load +
+//  - BM_ocl_module_load vs BM_ocl_vendor_module_load: accel_module_load +
 //    accel_module_unload of the OpenCL C image against
 //    clCreateProgramWithSource + clBuildProgram + clReleaseProgram with the
 //    options the backend passes ("-cl-kernel-arg-info"); PoCL serves both
@@ -247,7 +247,7 @@ void BM_ocl_launch_empty(benchmark::State& state) {
 }
 BENCHMARK(BM_ocl_launch_empty)->UseRealTime();
 
-void BM_ocl_direct_launch_empty(benchmark::State& state) {
+void BM_ocl_vendor_launch_empty(benchmark::State& state) {
   if (!need(state)) return;
   Setup& s = setup();
   const size_t one = 1;
@@ -265,12 +265,12 @@ void BM_ocl_direct_launch_empty(benchmark::State& state) {
   clFinish(s.q);
   if (failed != 0) state.SkipWithError("clEnqueueNDRangeKernel failed");
 }
-BENCHMARK(BM_ocl_direct_launch_empty)->UseRealTime();
+BENCHMARK(BM_ocl_vendor_launch_empty)->UseRealTime();
 
 // The direct enqueue with the bookkeeping every operation of the backend
 // does (streams.cpp): ask for the command's event and release the previous
 // one. Reported, to tell the backend's own cost from the event's.
-void BM_ocl_direct_launch_empty_event(benchmark::State& state) {
+void BM_ocl_vendor_launch_empty_event(benchmark::State& state) {
   if (!need(state)) return;
   Setup& s = setup();
   const size_t one = 1;
@@ -293,7 +293,7 @@ void BM_ocl_direct_launch_empty_event(benchmark::State& state) {
   if (last != nullptr) clReleaseEvent(last);
   if (failed != 0) state.SkipWithError("clEnqueueNDRangeKernel failed");
 }
-BENCHMARK(BM_ocl_direct_launch_empty_event)->UseRealTime();
+BENCHMARK(BM_ocl_vendor_launch_empty_event)->UseRealTime();
 
 void BM_ocl_launch_saxpy(benchmark::State& state) {
   if (!need(state)) return;
@@ -321,7 +321,7 @@ void BM_ocl_launch_saxpy(benchmark::State& state) {
 }
 BENCHMARK(BM_ocl_launch_saxpy)->UseRealTime();
 
-void BM_ocl_direct_launch_saxpy(benchmark::State& state) {
+void BM_ocl_vendor_launch_saxpy(benchmark::State& state) {
   if (!need(state)) return;
   Setup& s = setup();
   const size_t global = kSaxpyN, local = 64;
@@ -345,12 +345,12 @@ void BM_ocl_direct_launch_saxpy(benchmark::State& state) {
   clFinish(s.q);
   if (failed != 0) state.SkipWithError("clSetKernelArg / clEnqueueNDRangeKernel failed");
 }
-BENCHMARK(BM_ocl_direct_launch_saxpy)->UseRealTime();
+BENCHMARK(BM_ocl_vendor_launch_saxpy)->UseRealTime();
 
 // The `empty` pair interleaved in one benchmark, for a machine too busy for
 // two separate runs to see the same load: each iteration runs kBatch
 // launches through accel, kBatch directly and kBatch directly with the
-// event bookkeeping (as BM_ocl_direct_launch_empty_event), in rotating
+// event bookkeeping (as BM_ocl_vendor_launch_empty_event), in rotating
 // order, each batch timed by the wall clock and by the calling thread's CPU
 // clock, the queue drained between batches outside the timing. Counters:
 // nanoseconds per launch of each side; ratio and cpu_ratio are accel
@@ -418,13 +418,13 @@ void BM_ocl_launch_empty_paired(benchmark::State& state) {
   if (failed != 0) state.SkipWithError("a launch failed");
   const double n = static_cast<double>(state.iterations()) * kBatch;
   state.counters["accel_ns"] = wall[0] / n;
-  state.counters["direct_ns"] = wall[1] / n;
-  state.counters["direct_event_ns"] = wall[2] / n;
+  state.counters["vendor_ns"] = wall[1] / n;
+  state.counters["vendor_event_ns"] = wall[2] / n;
   state.counters["ratio"] = wall[0] / wall[1];
   state.counters["event_ratio"] = wall[0] / wall[2];
   state.counters["accel_cpu_ns"] = cpu[0] / n;
-  state.counters["direct_cpu_ns"] = cpu[1] / n;
-  state.counters["direct_event_cpu_ns"] = cpu[2] / n;
+  state.counters["vendor_cpu_ns"] = cpu[1] / n;
+  state.counters["vendor_event_cpu_ns"] = cpu[2] / n;
   state.counters["cpu_ratio"] = cpu[0] / cpu[1];
   if (sides == 4) {
     state.counters["plugin_ns"] = wall[3] / n;
@@ -449,7 +449,7 @@ void BM_ocl_module_load(benchmark::State& state) {
 }
 BENCHMARK(BM_ocl_module_load)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-void BM_ocl_direct_module_load(benchmark::State& state) {
+void BM_ocl_vendor_module_load(benchmark::State& state) {
   if (!need(state)) return;
   Setup& s = setup();
   int failed = 0;
@@ -460,7 +460,7 @@ void BM_ocl_direct_module_load(benchmark::State& state) {
   }
   if (failed != 0) state.SkipWithError("clCreateProgramWithSource / clBuildProgram failed");
 }
-BENCHMARK(BM_ocl_direct_module_load)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ocl_vendor_module_load)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---- one kernel, several threads: a lock over set-args + enqueue vs a pool ---
 

@@ -14,9 +14,14 @@ docs/performance.md's Performance table) to FILE; without it the table goes
 to bench-results.md next to OUT_JSON.
 
 1. bench_dispatch (Google Benchmark): per-thread queries against a
-   thread_local read through a function pointer; operations against the same
-   sim plugin operation called straight through its vtable; two-thread
-   scaling. Ratios come from medians of repetitions of one run.
+   thread_local read through a function pointer (BM_floor_tls_*); operations
+   against the same sim plugin operation called straight through its vtable
+   (BM_plugin_vtable_*); with ACCEL_BENCH_OPENCL=1, a second pass over accel's
+   opencl backend against the OpenCL calls a program would make for the same
+   answer (BM_ocl_vendor_*), the queries both where the backend answers from
+   its cached flag and where it must ask OpenCL (queued work held back by a
+   user event); two-thread scaling. Ratios come from medians of repetitions
+   of one run.
 2. Cold start as whole processes: `coldstart` calling accel_device_count()
    once with every built plugin on ACCEL_PLUGIN_PATH, against the same program
    not calling accel, and against `clinfo -l`; medians of interleaved runs.
@@ -129,7 +134,7 @@ def run_alloc(exe, quick, rows, over):
     if ocl:
         ocl_env = dict(base, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
                        POCL_DEVICES="pthread basic")
-        bench("opencl", "BM_alloc_pair/|BM_ocl_direct_svm_pair", ocl_env)
+        bench("opencl", "BM_alloc_pair/|BM_ocl_vendor_svm_pair", ocl_env)
         bench("opencl-native", "BM_alloc_pair/", dict(ocl_env, ACCEL_ALLOC_CONF="backend:native"))
 
     # The pairs never wait for another thread, so their cost is CPU time:
@@ -165,15 +170,15 @@ def run_alloc(exe, quick, rows, over):
     if ocl:
         for size, label in sizes:
             name = "BM_alloc_pair/%d" % size
-            direct = "BM_ocl_direct_svm_pair/%d" % size
+            vendor = "BM_ocl_vendor_svm_pair/%d" % size
             t, sp = cpu("opencl", name)
-            f, fsp = cpu("opencl", direct)
+            f, fsp = cpu("opencl", vendor)
             target = 0.125 if size == 1 << 20 else 0.01
-            check({"benchmark": "[alloc] opencl %s vs clSVMAlloc" % name, "floor": direct,
+            check({"benchmark": "[alloc] opencl %s vs clSVMAlloc" % name, "floor": vendor,
                    "ns": round(t, 1), "spread": sp, "floor_ns": round(f, 1),
                    "floor_spread": fsp, "ratio": round(t / f, 4),
                    "real_ns": round(real("opencl", name), 1),
-                   "floor_real_ns": round(real("opencl", direct), 1),
+                   "floor_real_ns": round(real("opencl", vendor), 1),
                    "target": "<= %g (%dx faster)" % (target, round(1 / target)),
                    "what": "PoCL: cached pair, %s, vs clSVMAlloc + clSVMFree in the same "
                            "cl_context, CPU time" % label}, t / f <= target)
@@ -220,7 +225,7 @@ def run_kernels_sim(exe, quick, rows, over):
     med = run_dispatch(exe, quick, "sim", None, env, "bench-kernels", reps, True,
                        min_time=0.02 if quick else 0.1)
     for kernel, target in (("empty", 1.10), ("vector_add", None)):
-        name, floor = "BM_launch_" + kernel, "BM_direct_launch_" + kernel
+        name, floor = "BM_launch_" + kernel, "BM_plugin_vtable_launch_" + kernel
         t, f = ns(med, name, "cpu_time"), ns(med, floor, "cpu_time")
         row = {"benchmark": "[kernels-sim] " + name, "floor": floor, "ns": round(t, 1),
                "floor_ns": round(f, 1), "ratio": round(t / f, 3),
@@ -238,21 +243,21 @@ def run_kernels_sim(exe, quick, rows, over):
 def run_kernels_opencl(exe, quick, rows, over):
     """Launches and module loads over accel's opencl backend against the same
     OpenCL calls on PoCL (bench_kernels.cpp). The launch target row is the
-    paired benchmark: batches of accel and direct launches alternate inside
+    paired benchmark: batches of accel and vendor launches alternate inside
     each iteration, so both see the same load."""
     env = dict(os.environ, ACCEL_BACKEND="opencl", ACCEL_OPENCL_DEVICE_TYPE="all",
                POCL_DEVICES="pthread")
     reps = {}
     med = run_dispatch(exe, quick, "opencl",
-                       "BM_ocl_launch_empty_paired|BM_ocl_launch_saxpy|BM_ocl_direct_launch_saxpy|"
-                       "BM_ocl_module_load|BM_ocl_direct_module_load",
+                       "BM_ocl_launch_empty_paired|BM_ocl_launch_saxpy|BM_ocl_vendor_launch_saxpy|"
+                       "BM_ocl_module_load|BM_ocl_vendor_module_load",
                        env, "bench-kernels", reps, True, min_time=0.02 if quick else 0.1)
     paired = "BM_ocl_launch_empty_paired"
     b = med[paired]
     for what, a_key, f_key, r_key, target in (
-            ("wall time", "accel_ns", "direct_ns", "ratio", 1.10),
-            ("CPU time of the launching thread", "accel_cpu_ns", "direct_cpu_ns", "cpu_ratio", None)):
-        row = {"benchmark": "[kernels-opencl] %s %s" % (paired, r_key), "floor": "direct",
+            ("wall time", "accel_ns", "vendor_ns", "ratio", 1.10),
+            ("CPU time of the launching thread", "accel_cpu_ns", "vendor_cpu_ns", "cpu_ratio", None)):
+        row = {"benchmark": "[kernels-opencl] %s %s" % (paired, r_key), "floor": "vendor",
                "ns": round(b[a_key], 1), "floor_ns": round(b[f_key], 1),
                "spread": counter_spread(reps, paired, a_key),
                "floor_spread": counter_spread(reps, paired, f_key),
@@ -266,9 +271,9 @@ def run_kernels_opencl(exe, quick, rows, over):
                 over.append(row["benchmark"])
         rows.append(row)
     for name, floor, what in (
-            ("BM_ocl_launch_saxpy/real_time", "BM_ocl_direct_launch_saxpy/real_time",
+            ("BM_ocl_launch_saxpy/real_time", "BM_ocl_vendor_launch_saxpy/real_time",
              "PoCL: accel_launch_kernel `saxpy` vs clSetKernelArg* + clEnqueueNDRangeKernel + clFlush"),
-            ("BM_ocl_module_load/real_time", "BM_ocl_direct_module_load/real_time",
+            ("BM_ocl_module_load/real_time", "BM_ocl_vendor_module_load/real_time",
              "PoCL: accel_module_load + unload of OpenCL C vs clCreateProgramWithSource + "
              "clBuildProgram (kernel cache warm)")):
         t, f = ns(med, name), ns(med, floor)
@@ -303,7 +308,8 @@ def main():
         return report(rows, over)
 
     reps = {}
-    med = run_dispatch(dispatch, quick, "sim", "-BM_ocl_|^BM_event_record$|^BM_direct_event_record$",
+    med = run_dispatch(dispatch, quick, "sim",
+                       "-BM_ocl_|^BM_event_record$|^BM_plugin_vtable_event_record$",
                        reps_out=reps)
 
     def ratio(name, floor, target, what, per=1):
@@ -325,25 +331,25 @@ def main():
     ratio("BM_stream_native_handle", "BM_floor_tls_get", 2.0, "accel_stream_native_handle")
     ratio("BM_guard_no_switch", "BM_floor_tls_guard", 2.0, "guard, same device")
     ratio("BM_guard_switch", "BM_floor_tls_guard", 2.0, "guard, switching device (sim: no vendor call)")
-    ratio("BM_stream_query", "BM_direct_stream_query", 1.10, "accel_stream_query vs sim vtable")
+    ratio("BM_stream_query", "BM_plugin_vtable_stream_query", 1.10, "accel_stream_query vs sim vtable")
     # Batches of records on streams whose workers are parked behind a host
-    # function, accel's and the direct side's batches alternating within
+    # function, accel's and the plugin vtable side's batches alternating within
     # each iteration (bench_dispatch.cpp says why): the plain loop of
     # records measured the scheduler, not accel.
     paired = "BM_event_record_gated_paired"
     b = med[paired]
     ok = b["ratio"] <= 1.10
-    rows.append({"benchmark": paired, "floor": "direct", "ns": round(b["accel_ns"], 2),
-                 "floor_ns": round(b["direct_ns"], 2),
+    rows.append({"benchmark": paired, "floor": "plugin_vtable", "ns": round(b["accel_ns"], 2),
+                 "floor_ns": round(b["plugin_vtable_ns"], 2),
                  "spread": counter_spread(reps, paired, "accel_ns"),
-                 "floor_spread": counter_spread(reps, paired, "direct_ns"),
+                 "floor_spread": counter_spread(reps, paired, "plugin_vtable_ns"),
                  "ratio": round(b["ratio"], 3), "ratio_spread": counter_spread(reps, paired, "ratio"),
                  "target": "<= 1.10", "ok": ok,
                  "what": "accel_event_record vs sim vtable (batches of %d, the streams' workers parked, "
                          "paired)" % int(b.get("batch", 512))})
     if not ok:
         over.append(paired)
-    ratio("BM_event_query", "BM_direct_event_query", 1.10, "accel_event_query vs sim vtable")
+    ratio("BM_event_query", "BM_plugin_vtable_event_query", 1.10, "accel_event_query vs sim vtable")
 
     # Second pass: accel over its opencl backend (PoCL, two CPU devices)
     # against the OpenCL calls made directly, in the same process.
@@ -352,8 +358,8 @@ def main():
                        POCL_DEVICES="pthread basic")
         ocl_reps = {}
         ocl = run_dispatch(dispatch, quick, "opencl",
-                           "BM_ocl_|BM_stream_query|BM_event_record$|BM_event_query|"
-                           "BM_guard_switch|BM_floor_tls_guard", ocl_env, reps_out=ocl_reps)
+                           "BM_ocl_|BM_event_record$|BM_guard_switch|BM_floor_tls_guard", ocl_env,
+                           reps_out=ocl_reps)
         def ocl_ratio(name, floor, target, what):
             r = ns(ocl, name) / ns(ocl, floor)
             rows.append({"benchmark": "[opencl] " + name, "floor": floor, "ns": round(ns(ocl, name), 2),
@@ -364,46 +370,60 @@ def main():
             if r > target:
                 over.append("[opencl] " + name)
         ocl_ratio("BM_guard_switch", "BM_floor_tls_guard", 2.0, "guard, switching device (OpenCL has no current device)")
-        ocl_ratio("BM_stream_query", "BM_ocl_direct_stream_query", 1.10, "accel_stream_query vs clGetEventInfo of the last marker")
+        # The queries two ways (bench_dispatch.cpp): where the backend
+        # answers from its cached flag (no OpenCL call) and where queued
+        # work makes it ask OpenCL, each against the clGetEventInfo a
+        # program calling OpenCL makes for the same answer.
+        ocl_ratio("BM_ocl_stream_query_idle", "BM_ocl_vendor_stream_query_idle", 1.10,
+                  "accel_stream_query, idle stream (the backend's cached flag, no OpenCL call) vs "
+                  "clGetEventInfo of the last marker")
+        ocl_ratio("BM_ocl_stream_query_pending", "BM_ocl_vendor_stream_query_pending", 1.10,
+                  "accel_stream_query, queued work held back (the backend asks OpenCL) vs "
+                  "clGetEventInfo of a pending marker")
         # The target row: both sides in alternating batches of one
         # iteration on the same queue (bench_dispatch.cpp); the unpaired
         # pair below it is kept for comparison with earlier tables.
         paired = "BM_ocl_event_record_paired"
         b = ocl[paired]
-        rows.append({"benchmark": "[opencl] " + paired, "floor": "direct",
-                     "ns": round(b["accel_ns"], 2), "floor_ns": round(b["direct_ns"], 2),
+        rows.append({"benchmark": "[opencl] " + paired, "floor": "vendor",
+                     "ns": round(b["accel_ns"], 2), "floor_ns": round(b["vendor_ns"], 2),
                      "spread": counter_spread(ocl_reps, paired, "accel_ns"),
-                     "floor_spread": counter_spread(ocl_reps, paired, "direct_ns"),
+                     "floor_spread": counter_spread(ocl_reps, paired, "vendor_ns"),
                      "ratio": round(b["ratio"], 3), "ratio_spread": counter_spread(ocl_reps, paired, "ratio"),
                      "target": "<= 1.10", "ok": b["ratio"] <= 1.10,
                      "what": "accel_event_record vs clEnqueueMarkerWithWaitList + clFlush on the same "
                              "queue, paired batches"})
         if b["ratio"] > 1.10:
             over.append("[opencl] " + paired)
-        r = ns(ocl, "BM_event_record") / ns(ocl, "BM_ocl_direct_event_record")
-        rows.append({"benchmark": "[opencl] BM_event_record", "floor": "BM_ocl_direct_event_record",
+        r = ns(ocl, "BM_event_record") / ns(ocl, "BM_ocl_vendor_event_record")
+        rows.append({"benchmark": "[opencl] BM_event_record", "floor": "BM_ocl_vendor_event_record",
                      "ns": round(ns(ocl, "BM_event_record"), 2),
-                     "floor_ns": round(ns(ocl, "BM_ocl_direct_event_record"), 2), "ratio": round(r, 3),
-                     "ratio_spread": ratio_spread(ocl_reps, "BM_event_record", "BM_ocl_direct_event_record"),
+                     "floor_ns": round(ns(ocl, "BM_ocl_vendor_event_record"), 2), "ratio": round(r, 3),
+                     "ratio_spread": ratio_spread(ocl_reps, "BM_event_record", "BM_ocl_vendor_event_record"),
                      "spread": spread(ocl_reps, "BM_event_record"),
-                     "floor_spread": spread(ocl_reps, "BM_ocl_direct_event_record"),
+                     "floor_spread": spread(ocl_reps, "BM_ocl_vendor_event_record"),
                      "what": "accel_event_record vs clEnqueueMarkerWithWaitList + clFlush, separate "
                              "benchmarks (own queue)"})
-        ocl_ratio("BM_event_query", "BM_ocl_direct_event_query", 1.10, "accel_event_query vs clGetEventInfo")
+        ocl_ratio("BM_ocl_event_query_complete", "BM_ocl_vendor_event_query_complete", 1.10,
+                  "accel_event_query, record complete and seen so (the backend's cached flag, no "
+                  "OpenCL call) vs clGetEventInfo of a completed marker")
+        ocl_ratio("BM_ocl_event_query_pending", "BM_ocl_vendor_event_query_pending", 1.10,
+                  "accel_event_query, record held back (the backend asks OpenCL) vs "
+                  "clGetEventInfo of a pending marker")
         # Copies, 4 MiB each, waited for: accel against OpenCL called on the
         # cl_command_queue behind the same accel stream, with the same memory.
-        ocl_ratio("BM_ocl_pinned_h2d/real_time", "BM_ocl_direct_pinned_h2d/real_time", 1.10,
+        ocl_ratio("BM_ocl_pinned_h2d/real_time", "BM_ocl_vendor_pinned_h2d/real_time", 1.10,
                   "4 MiB H2D from accel_host_malloc memory: accel_memcpy_async + synchronize vs clEnqueueSVMMemcpy + clFinish")
         # Staged through the host either way (each device has its own
         # context): reported, no target.
-        r = ns(ocl, "BM_ocl_peer_copy/real_time") / ns(ocl, "BM_ocl_direct_peer_copy/real_time")
-        rows.append({"benchmark": "[opencl] BM_ocl_peer_copy/real_time", "floor": "BM_ocl_direct_peer_copy/real_time",
+        r = ns(ocl, "BM_ocl_peer_copy/real_time") / ns(ocl, "BM_ocl_vendor_peer_copy/real_time")
+        rows.append({"benchmark": "[opencl] BM_ocl_peer_copy/real_time", "floor": "BM_ocl_vendor_peer_copy/real_time",
                      "ns": round(ns(ocl, "BM_ocl_peer_copy/real_time"), 2),
-                     "floor_ns": round(ns(ocl, "BM_ocl_direct_peer_copy/real_time"), 2), "ratio": round(r, 3),
+                     "floor_ns": round(ns(ocl, "BM_ocl_vendor_peer_copy/real_time"), 2), "ratio": round(r, 3),
                      "ratio_spread": ratio_spread(ocl_reps, "BM_ocl_peer_copy/real_time",
-                                                  "BM_ocl_direct_peer_copy/real_time"),
+                                                  "BM_ocl_vendor_peer_copy/real_time"),
                      "spread": spread(ocl_reps, "BM_ocl_peer_copy/real_time"),
-                     "floor_spread": spread(ocl_reps, "BM_ocl_direct_peer_copy/real_time"),
+                     "floor_spread": spread(ocl_reps, "BM_ocl_vendor_peer_copy/real_time"),
                      "what": "4 MiB device 0 -> device 1: accel_memcpy_peer_async vs clEnqueueSVMMemcpy to host, then to the other device, by hand"})
 
     one = med["BM_get_set_device/real_time/threads:1"]["items_per_second"]

@@ -12,18 +12,27 @@
 # ACCEL_ALLOC_CONF=backend:native), modules and kernels
 # (tests/gpu/cuda_kernels.c: the PTX of kernels/accel_kernels.cu loaded
 # through accel, vector_add, saxpy, reduce_sum and index_3d with results
-# checked, and the launch overhead of accel_launch_kernel against
-# cuLaunchKernel on the same CUstream, target <= 1.05x) and the benchmarks,
-# where Google Benchmark is installed. Needs the NVIDIA driver and cuda.h
-# (no toolkit libraries); nvcc, where installed (/usr/local/cuda/bin/nvcc),
-# makes the PTX at build time: without it the kernel checks say SKIPPED.
-# Well under 10 minutes, no network. Usage, from anywhere:
+# checked, and the launch overhead against cuLaunchKernel printed) and the
+# Google Benchmark programs: bench-cuda (tests/bench/bench_cuda.cpp:
+# accel_launch_kernel against cuLaunchKernel, and stream query and
+# synchronize, event record and query against the driver calls, paired on
+# the same CUstream; tests/gpu/check_ratios.py fails a ratio above 1.05x),
+# bench-dispatch's per-thread queries and bench-alloc's pair. Needs the
+# NVIDIA driver, cuda.h (no toolkit libraries), Google Benchmark
+# (libbenchmark-dev) and nvcc (/usr/local/cuda/bin/nvcc), which makes the
+# PTX at build time: a build without PTX runs no kernel, and that is a
+# failure (as is any check that could not run). Well under 10 minutes, no
+# network. The last line counts the checks that ran and passed. Usage, from
+# anywhere:
 #
 #   tests/gpu/cuda.sh            # build into <repo>/build-gpu, then run
 #   BUILD_DIR=/tmp/b JOBS=1 tests/gpu/cuda.sh
 #
 # ACCEL_CUDA_DRIVER=/abs/libcuda.so.1 runs everything against that driver
-# instead of the system's (e.g. the fake one, to try this script without a GPU).
+# instead of the system's (e.g. the fake one, to try this script without a
+# GPU). The ratio targets are then reported and not enforced, since a fake's
+# timings say nothing about a GPU: RATIO_TARGETS=enforce (or report) decides
+# it either way; by default they are enforced on the system's driver only.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -48,6 +57,7 @@ if command -v pkg-config >/dev/null 2>&1; then
   pkg-config --exists nlohmann_json || [ -f /usr/include/nlohmann/json.hpp ] ||
     missing+=("nlohmann-json")
   [ -f /usr/include/CLI/CLI.hpp ] || pkg-config --exists CLI11 || missing+=("CLI11")
+  pkg-config --exists benchmark || missing+=("Google Benchmark (libbenchmark-dev)")
 fi
 cuda_inc=
 for d in "${CUDA_INCLUDE_DIR:-}" /usr/local/cuda/include /opt/cuda/include /usr/include; do
@@ -58,11 +68,20 @@ cc=${CC:-cc}
 command -v "$cc" >/dev/null 2>&1 || cc="c++ -x c"  # a C compiler for cuda_interop.c
 if [ ${#missing[@]} -gt 0 ]; then
   printf 'cuda.sh: cannot build, missing: %s\n' "$(IFS=', '; echo "${missing[*]}")" >&2
-  printf 'cuda.sh: on Debian/Ubuntu: apt-get install meson ninja-build g++ pkg-config libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libcli11-dev (and the CUDA toolkit headers)\n' >&2
+  printf 'cuda.sh: on Debian/Ubuntu: apt-get install meson ninja-build g++ pkg-config libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libcli11-dev libbenchmark-dev (and the CUDA toolkit headers and nvcc)\n' >&2
   exit 2
 fi
 
 # --- the driver -------------------------------------------------------------------
+# Ratio targets: enforced on the system's driver, reported over another one.
+ratio_mode=${RATIO_TARGETS:-}
+if [ -z "$ratio_mode" ]; then
+  if [ -n "${ACCEL_CUDA_DRIVER:-}" ]; then ratio_mode=report; else ratio_mode=enforce; fi
+fi
+case "$ratio_mode" in
+  enforce|report) ;;
+  *) die "RATIO_TARGETS=$ratio_mode: say enforce or report" ;;
+esac
 say "NVIDIA driver"
 if [ -n "${ACCEL_CUDA_DRIVER:-}" ]; then
   echo "using ACCEL_CUDA_DRIVER=$ACCEL_CUDA_DRIVER"
@@ -105,10 +124,12 @@ $cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_k
   -o "$kernels" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl -lm ||
   die "cannot build tests/gpu/cuda_kernels.c"
 # The PTX kernels/meson.build made with nvcc (absent without nvcc: the
-# program then says SKIPPED).
+# kernel checks fail).
 ptx="$build/kernels/accel_kernels.ptx"
 echo "build: $(( $(date +%s) - start )) s"
 
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
 export ACCEL_PLUGIN_PATH="$build/backends/cuda"
 [ -d "$build/plugins/sim" ] && ACCEL_PLUGIN_PATH="$ACCEL_PLUGIN_PATH:$build/plugins/sim"
 export ACCEL_LOG_LEVEL=${ACCEL_LOG_LEVEL:-warn}
@@ -116,8 +137,10 @@ accelctl="$build/tools/accelctl/accelctl"
 conformance="$build/tests/conformance/accel-conformance"
 
 failed=()
-run() {  # run NAME CMD...: time it, keep going on failure
+checks=0
+run() {  # run NAME CMD...: one check; time it, keep going on failure
   local name=$1; shift
+  checks=$((checks + 1))
   say "$name: $*"
   local t0; t0=$(date +%s%N)
   timeout "$step_timeout" "$@"
@@ -126,6 +149,17 @@ run() {  # run NAME CMD...: time it, keep going on failure
   printf -- '--- %s: exit %d in %d.%03d s\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000))
   [ "$rc" -eq 0 ] || failed+=("$name (exit $rc)")
 }
+
+# A build without PTX runs no kernel: the kernel checks below then fail too,
+# and this says why.
+checks=$((checks + 1))
+say "the build's PTX: $ptx"
+if [ -s "$ptx" ]; then
+  echo "$(wc -c < "$ptx") bytes"
+else
+  echo "FAIL: no PTX (the build had no nvcc: kernels/meson.build, -Dnvcc)"
+  failed+=("no PTX at $ptx")
+fi
 
 run "accelctl backends" "$accelctl" backends
 run "accelctl devices" env ACCEL_BACKEND=cuda "$accelctl" devices
@@ -148,30 +182,59 @@ run "modules and kernels: results, launch overhead vs cuLaunchKernel" \
 # The timeline trace of the saxpy example on the GPU (device spans timed by
 # CUDA events), checked as the tests check it on sim and PoCL, and kept for
 # Perfetto.
-run "traced saxpy (ACCEL_TRACE)" env ACCEL_BACKEND=cuda python3 "$repo/tests/trace/trace_check.py" \
+run "traced saxpy (ACCEL_TRACE)" env ACCEL_BACKEND=cuda "$py" "$repo/tests/trace/trace_check.py" \
   saxpy-cxx -- "$build/examples/saxpy/accel-saxpy-cxx"
 run "trace API on the GPU (ranges, threads, fork, flush)" env ACCEL_BACKEND=cuda \
-  python3 "$repo/tests/trace/trace_check.py" api -- "$build/tests/trace/accel-trace-api"
+  "$py" "$repo/tests/trace/trace_check.py" api -- "$build/tests/trace/accel-trace-api"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
-# Google Benchmark programs (built when libbenchmark-dev is installed).
+# Google Benchmark programs (libbenchmark-dev is required above, so each
+# must have been built: one that is missing is a failed check).
+bench_dir="$build/tests/bench"
+bench() {  # bench NAME PROGRAM ARGS...: the program must exist
+  local name=$1 exe=$2; shift 2
+  if [ -x "$exe" ]; then
+    run "$name" env ACCEL_BACKEND=cuda "$exe" "$@"
+  else
+    checks=$((checks + 1))
+    failed+=("$name ($exe was not built)")
+  fi
+}
+# Launches, stream and event operations against the driver API on the same
+# CUstream, paired batches (bench_cuda.cpp): the table here, the JSON
+# (Google Benchmark's JSON reporter, the --benchmark_format=json one) into
+# a file that check_ratios.py reads.
+bench_json="$build/bench-cuda.json"
+rm -f "$bench_json"
+bench "benchmark bench-cuda (launch, stream and event ops vs the driver API)" \
+  "$bench_dir/bench-cuda" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_min_time=0.1 --benchmark_out="$bench_json" --benchmark_out_format=json
+ratio_summary="$build/bench-cuda.ratios"
+rm -f "$ratio_summary"
+run "ratio targets: accel <= 1.05x the driver on the same CUstream ($ratio_mode)" \
+  "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.05 --"$ratio_mode" \
+  --summary "$ratio_summary" \
+  BM_cuda_launch_empty_paired BM_cuda_launch_saxpy_paired BM_cuda_stream_query_paired \
+  BM_cuda_stream_synchronize_paired BM_cuda_event_record_paired BM_cuda_event_query_paired
+ratio_line=$(cat "$ratio_summary" 2>/dev/null)
+# The per-thread queries and guards against their thread_local floor (its
+# operations rows compare with sim's vtable, which says nothing about cuda:
+# bench-cuda measures those against the driver), and the allocator pair.
+bench "benchmark bench-dispatch (per-thread queries, guards)" "$bench_dir/bench-dispatch" \
+  --benchmark_filter='BM_floor_tls|BM_current|BM_stream_native_handle|BM_guard|BM_get_set_device'
 # bench-alloc: the allocator pair and two threads (the fragmentation trace
 # is run on sim by tests/bench/run.py; it needs 3 GiB of device memory).
-bench_dir="$build/tests/bench"
-if [ -x "$bench_dir/bench-dispatch" ]; then
-  run "benchmark bench-dispatch" env ACCEL_BACKEND=cuda "$bench_dir/bench-dispatch"
-fi
-if [ -x "$bench_dir/bench-alloc" ]; then
-  run "benchmark bench-alloc" env ACCEL_BACKEND=cuda "$bench_dir/bench-alloc" \
-    --benchmark_filter='BM_alloc_pair' --benchmark_repetitions=5 \
-    --benchmark_display_aggregates_only=true
-fi
-if [ ! -x "$bench_dir/bench-dispatch" ] && [ ! -x "$bench_dir/bench-alloc" ]; then
-  echo "(no benchmarks built: Google Benchmark, libbenchmark-dev, is not installed)"
-fi
+bench "benchmark bench-alloc" "$bench_dir/bench-alloc" \
+  --benchmark_filter='BM_alloc_pair' --benchmark_repetitions=5 \
+  --benchmark_display_aggregates_only=true
 
 say "summary"
-if [ ${#failed[@]} -gt 0 ]; then
-  printf 'FAILED: %s\n' "${failed[@]}"
-  exit 1
+if [ "$ratio_mode" = enforce ]; then
+  ratios="ratios: ${ratio_line:-none checked}"
+else
+  why="RATIO_TARGETS=report"
+  [ -z "${RATIO_TARGETS:-}" ] && why="ACCEL_CUDA_DRIVER is set, not the system driver"
+  ratios="ratios: ${ratio_line:-none checked}; $why (RATIO_TARGETS=enforce enforces them)"
 fi
-echo "all CUDA checks passed"
+[ ${#failed[@]} -eq 0 ] || printf 'FAILED: %s\n' "${failed[@]}"
+echo "cuda.sh: $checks checks run, $((checks - ${#failed[@]})) passed, ${#failed[@]} failed; $ratios"
+[ ${#failed[@]} -eq 0 ]

@@ -2,16 +2,25 @@
 """Runs a program with ACCEL_TRACE set and checks the trace it leaves.
 
 trace_check.py MODE -- PROGRAM ARGS...
-  saxpy    examples/saxpy traced: lanes, a saxpy kernel span with grid and
-           block, copies with GB/s, stream order, no overlap, flows.
+  saxpy    examples/saxpy traced: lanes, one saxpy kernel span with the grid
+           and block the program says it launched ("N elements in G blocks
+           of B"), copies and memsets whose GB/s is their bytes / duration,
+           stream order, no overlap, flows.
   saxpy-cxx  the same for the C++ example, plus its accel::ScopedRange.
   api      tests/trace/trace_api.c: the same checks, plus ranges (B/E
            balanced per thread), 8+ host threads, memory events and
-           counters, and nothing from the fork child.
+           counters, and the fork child: tracing off there, its flush a
+           no-op, and the parent's file unchanged by it (byte for byte
+           between the copies the program makes before the fork and after
+           the child, neither of them nor the final file holding the
+           child's range or its accel_is_available call).
   dropped  trace_api.c with ACCEL_TRACE_BUFFER=64: the file is still valid
            and says how many records were dropped.
-  refused  ACCEL_TRACE relative, then in a missing folder: a warning, no
-           file, tracing off, the program still runs.
+  refused  ACCEL_TRACE relative, in a missing folder, a FIFO without a
+           reader and one with a reader: a warning, tracing off, the program
+           still runs; no file made (nor the folder), the FIFO left a FIFO
+           and nothing written into it, and no blocking on the FIFO (a
+           deadline, DEADLINE_S, names it if the program hangs there).
 
 The schema checks are the fields Perfetto's JSON importer needs: a
 traceEvents array, every event with ph, pid, tid; X with name, ts, dur;
@@ -19,6 +28,8 @@ metadata with args.name; flows with id.
 """
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,9 +42,14 @@ def fail(msg):
     print("FAIL: " + msg)
 
 
-def run(argv, env):
+# A watchdog, not a timing check: the untraced program takes well under a
+# second; one blocked opening ACCEL_TRACE never returns.
+DEADLINE_S = 60
+
+
+def run(argv, env, timeout=180, cwd=None):
     p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=180)
+                       timeout=timeout, cwd=cwd)
     print(p.stdout, end="")
     print(p.stderr, end="", file=sys.stderr)
     return p
@@ -61,6 +77,29 @@ def check_schema(d):
     if "otherData" not in d or "events_dropped" not in d["otherData"]:
         fail("otherData.events_dropped missing")
     return ev
+
+
+def check_rate(e):
+    """The rate of a copy or memset span: the writer (core/trace.cpp) puts
+    GB/s = bytes / duration in ns, and writes dur in us as ns / 1000, both as
+    doubles printed to round-trip (nlohmann::json), so recomputing it from
+    the file differs from the writer's by a few units in the last place: a
+    relative tolerance of 1e-9 is far above that rounding and far below any
+    wrong rate. A span the clock measured as taking 0 us has no rate."""
+    a = e.get("args", {})
+    dur = e.get("dur", 0)
+    if a.get("bytes", 0) <= 0:
+        fail("%s span without bytes: %r" % (e.get("cat"), e))
+    elif dur <= 0:
+        if "GB/s" in a:
+            fail("%s span of 0 us with a GB/s: %r" % (e.get("cat"), e))
+    elif "GB/s" not in a:
+        fail("%s span with a duration and no GB/s: %r" % (e.get("cat"), e))
+    else:
+        want = a["bytes"] / (dur * 1000.0)
+        if abs(a["GB/s"] - want) > 1e-9 * want:
+            fail("%s span: GB/s %r, but %d bytes in %r us is %r GB/s: %r"
+                 % (e.get("cat"), a["GB/s"], a["bytes"], dur, want, e))
 
 
 def check_lanes(ev, other, kernel=None):
@@ -95,25 +134,26 @@ def check_lanes(ev, other, kernel=None):
         a = e.get("args", {})
         if a.get("clock") not in ("device timing events", "host timestamps"):
             fail("span without its clock: %r" % e)
-        # A copy has its bytes, and a rate unless the clock measured it as
-        # taking no time at all (PoCL's timing events can: no rate then).
-        if e.get("cat") == "copy" and (a.get("bytes", 0) <= 0 or
-                                       ("GB/s" not in a and e.get("dur", 0) > 0) or
-                                       ("GB/s" in a and e.get("dur", 0) <= 0)):
-            fail("copy span without bytes, or with a duration and no GB/s: %r" % e)
+        # A copy or memset has its bytes, and a rate unless the clock
+        # measured it as taking no time at all (PoCL's timing events can).
+        if e.get("cat") in ("copy", "memset"):
+            check_rate(e)
     copies = [e for e in spans if e.get("cat") == "copy"]
     if not copies:
         fail("no copy spans")
     if kernel is not None:
-        ks = [e for e in spans if e.get("cat") == "kernel" and e["name"] == kernel]
-        if not ks:
-            fail("no %s kernel span" % kernel)
+        name, grid, block = kernel
+        ks = [e for e in spans if e.get("cat") == "kernel" and e["name"] == name]
+        # The example launches its kernel once.
+        if len(ks) != 1:
+            fail("%d %s kernel spans, expected the one launch" % (len(ks), name))
         for k in ks:
             a = k["args"]
-            if len(a.get("grid", [])) != 3 or len(a.get("block", [])) != 3 or min(a["grid"]) < 1:
-                fail("kernel span without grid/block: %r" % k)
+            if grid is not None and (a.get("grid") != grid or a.get("block") != block):
+                fail("kernel span with grid %r block %r, but the program launched grid %r "
+                     "block %r: %r" % (a.get("grid"), a.get("block"), grid, block, k))
         calls = [e for e in api if e["name"] == "accel_launch_kernel"]
-        if not calls or calls[0]["args"].get("kernel") != kernel:
+        if not calls or calls[0]["args"].get("kernel") != name:
             fail("accel_launch_kernel slice without the kernel's name")
     # Stream order and no overlap on each in-order stream lane.
     by_lane = {}
@@ -157,8 +197,7 @@ def check_lanes(ev, other, kernel=None):
     return host_pid, api, spans
 
 
-def traced(argv, extra_env=None):
-    tmp = tempfile.mkdtemp(prefix="accel-trace-")
+def traced(argv, tmp, extra_env=None):
     path = os.path.join(tmp, "trace.json")
     env = dict(os.environ, ACCEL_TRACE=path)
     env.update(extra_env or {})
@@ -173,27 +212,85 @@ def traced(argv, extra_env=None):
         return None, p
 
 
+def launched(stdout):
+    """The grid and block the example says it launched: "N elements in G
+    blocks of B" (1-D: y and z are 1, as the examples set them)."""
+    m = re.search(r"\d+ elements in (\d+) blocks of (\d+)", stdout)
+    if m is None:
+        fail("the program does not say what it launched ('N elements in G blocks of B')")
+        return None
+    return [int(m.group(1)), 1, 1], [int(m.group(2)), 1, 1]
+
+
+def check_refused(argv):
+    """ACCEL_TRACE that must be refused, each with a check that fails if it
+    is not (docs/tracing.md): tracing off, the warning, and nothing made."""
+    tmp = tempfile.mkdtemp(prefix="accel-trace-")
+    # Run in tmp (below), so the program's path must not be relative.
+    if os.sep in argv[0]:
+        argv = [os.path.abspath(argv[0])] + argv[1:]
+
+    def refused(bad, why, timeout=180):
+        env = dict(os.environ, ACCEL_TRACE=bad)
+        try:
+            # In tmp: a relative path would be made there.
+            p = run(argv, env, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            fail("ACCEL_TRACE=%s: the program did not finish within %d s (blocked opening it?)"
+                 % (bad, timeout))
+            return
+        if p.returncode != 0:
+            fail("ACCEL_TRACE=%s: the program exited with %d" % (bad, p.returncode))
+        if "trace enabled: 0" not in p.stdout:
+            fail("ACCEL_TRACE=%s: tracing is on" % bad)
+        if why not in p.stderr:
+            fail("ACCEL_TRACE=%s: no warning saying %r" % (bad, why))
+
+    refused("relative-trace.json", "not an absolute path")
+    if os.path.lexists(os.path.join(tmp, "relative-trace.json")):
+        fail("ACCEL_TRACE=relative-trace.json: the file was made in the working directory")
+    missing = os.path.join(tmp, "missing")
+    refused(os.path.join(missing, "t.json"), "cannot be written")
+    if os.path.lexists(missing):
+        fail("ACCEL_TRACE=%s: the missing folder was made" % os.path.join(missing, "t.json"))
+    # A FIFO without a reader: a plain open for writing would block until
+    # one comes, and none ever does.
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    refused(fifo, "cannot be written", timeout=DEADLINE_S)
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        fail("ACCEL_TRACE=%s: the FIFO was replaced" % fifo)
+    # A FIFO with a reader: the open succeeds, the tracer must still refuse
+    # it (not a regular file) and write nothing into it.
+    read_end = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        refused(fifo, "cannot be written", timeout=DEADLINE_S)
+        try:
+            got = os.read(read_end, 1 << 16)
+        except BlockingIOError:  # no writer left, nothing written
+            got = b""
+        if got:
+            fail("ACCEL_TRACE=%s (with a reader): %d bytes were written into the FIFO: %r"
+                 % (fifo, len(got), got[:80]))
+    finally:
+        os.close(read_end)
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        fail("ACCEL_TRACE=%s: the FIFO was replaced" % fifo)
+
+
 def main():
     sep = sys.argv.index("--")
     mode = sys.argv[1]
     argv = sys.argv[sep + 1:]
     if mode == "refused":
-        tmp = tempfile.mkdtemp(prefix="accel-trace-")
-        fifo = os.path.join(tmp, "fifo")
-        os.mkfifo(fifo)  # no reader: opening it must not block the start
-        for bad, why in (("relative-trace.json", "not an absolute path"),
-                         (os.path.join(tmp, "missing", "t.json"), "cannot be written"),
-                         (fifo, "cannot be written")):
-            env = dict(os.environ, ACCEL_TRACE=bad)
-            p = run(argv, env)
-            if "trace enabled: 0" not in p.stdout:
-                fail("ACCEL_TRACE=%s: tracing is on" % bad)
-            if why not in p.stderr:
-                fail("ACCEL_TRACE=%s: no warning saying %r" % (bad, why))
-            if os.path.isfile(bad):
-                fail("ACCEL_TRACE=%s: a file was written" % bad)
+        check_refused(argv)
     else:
-        d, p = traced(argv, {"ACCEL_TRACE_BUFFER": "64"} if mode == "dropped" else None)
+        tmp = tempfile.mkdtemp(prefix="accel-trace-")
+        snap = os.path.join(tmp, "snapshot")
+        extra = {"ACCEL_TRACE_BUFFER": "64"} if mode == "dropped" else {}
+        if mode == "api":
+            extra["ACCEL_TRACE_API_SNAPSHOT"] = snap
+        d, p = traced(argv, tmp, extra)
         if d is not None:
             ev = check_schema(d)
             other = d.get("otherData", {})
@@ -203,8 +300,11 @@ def main():
             else:
                 if other.get("events_dropped") != 0:
                     fail("records were dropped: %r" % other)
-                host_pid, api, spans = check_lanes(
-                    ev, other, kernel="saxpy" if mode.startswith("saxpy") else None)
+                kernel = None
+                if mode.startswith("saxpy"):
+                    shape = launched(p.stdout)
+                    kernel = ("saxpy",) + shape if shape else ("saxpy", None, None)
+                host_pid, api, spans = check_lanes(ev, other, kernel=kernel)
                 if mode == "saxpy-cxx":
                     b = [e for e in ev if e["ph"] == "B" and e["name"] == "saxpy"]
                     e_ = [e for e in ev if e["ph"] == "E"]
@@ -212,6 +312,7 @@ def main():
                         fail("the ScopedRange 'saxpy' is not one balanced B/E pair")
                 if mode == "api" and host_pid is not None:
                     check_api(ev, p, host_pid, api, spans, other)
+                    check_fork_child(ev, p, snap)
     print("trace_check: " + ("PASS" if not fails else "FAIL (%d)" % len(fails)))
     return 0 if not fails else 1
 
@@ -219,10 +320,6 @@ def main():
 def check_api(ev, p, host_pid, api, spans, other):
     if other.get("spans_unresolved") != 0:
         fail("spans were left untimed (a destroyed stream's?): %r" % other)
-    child = [l.split(":")[1].strip() for l in p.stdout.splitlines() if l.startswith("fork child:")]
-    pids = {e["pid"] for e in ev if e["ph"] != "M"}
-    if child and int(child[0]) in pids:
-        fail("the fork child wrote records into the parent's trace")
     threads = {e["tid"] for e in api}
     if len(threads) < 9:
         fail("expected API slices from 9 host threads, got %d" % len(threads))
@@ -245,8 +342,6 @@ def check_api(ev, p, host_pid, api, spans, other):
     for n in ("outer", "inner", "worker", "in a host function"):
         if n not in names:
             fail("range %r is missing" % n)
-    if "child" in names:
-        fail("the fork child's range reached the parent's trace")
     # The stream the 8 threads shared held only their 2 ms host functions.
     lanes = {}
     for e in spans:
@@ -270,6 +365,61 @@ def check_api(ev, p, host_pid, api, spans, other):
     if not counters or not all("allocated_bytes" in c["args"] and "reserved_bytes" in c["args"]
                                for c in counters):
         fail("no memory counter track with allocated_bytes and reserved_bytes")
+
+
+def check_fork_child(ev, p, snap):
+    """docs/tracing.md: a fork child stops tracing and never writes the
+    parent's file. Its records would carry the parent's pid and thread id
+    (the tracer's, which it inherits), so what is looked for is its work:
+    the range it names after its own pid and accel_is_available(), a call
+    only the child makes (trace_api.c)."""
+    parent = re.search(r"^fork child: pid (\d+), exit status (\d+)$", p.stdout, re.M)
+    if parent is None:
+        fail("the program did not report its fork child ('fork child: pid N, exit status S')")
+        return
+    pid = int(parent.group(1))
+    if int(parent.group(2)) != 0:
+        fail("the fork child exited with %s" % parent.group(2))
+    said = re.search(r"^fork child %d: trace enabled: (\d+), available: \d+, range: (\S+) (\S+), "
+                     r"flush: (\S+)$" % pid, p.stdout, re.M)
+    if said is None:
+        fail("the fork child %d did not report what it saw" % pid)
+    else:
+        if said.group(1) != "0":
+            fail("the fork child: accel_trace_enabled() returned %s" % said.group(1))
+        for what, st in (("range push", said.group(2)), ("range pop", said.group(3)),
+                         ("flush", said.group(4))):
+            if st != "ACCEL_SUCCESS":
+                fail("the fork child's %s returned %s" % (what, st))
+    range_name = "fork child %d" % pid
+    marks = ('"%s"' % range_name, '"accel_is_available"')
+
+    def childs_work(where, text):
+        for m in marks:
+            if m in text:
+                fail("%s holds the fork child's work (%s)" % (where, m))
+
+    copies = {}
+    for which in ("before-fork", "after-fork"):
+        try:
+            with open(snap + "." + which, "rb") as f:
+                copies[which] = f.read()
+        except OSError as e:
+            fail("no copy of the trace from %s: %s" % (which.replace("-", " "), e))
+    if len(copies) == 2:
+        try:
+            json.loads(copies["before-fork"])
+        except ValueError as e:
+            fail("the trace is not valid JSON after the flush before the fork: %s" % e)
+        if copies["after-fork"] != copies["before-fork"]:
+            fail("the fork child changed the parent's trace file (%d bytes before the fork, %d "
+                 "after the child)" % (len(copies["before-fork"]), len(copies["after-fork"])))
+        childs_work("the trace file after the child exited",
+                    copies["after-fork"].decode("utf-8", "replace"))
+    names = {e.get("name") for e in ev if e.get("ph") in ("B", "X")}
+    for n in (range_name, "accel_is_available"):
+        if n in names:
+            fail("the final trace holds the fork child's work (%r)" % n)
 
 
 if __name__ == "__main__":
