@@ -1065,7 +1065,7 @@ TEST_CASE("properties and error text", "[errors]") {
 
 // FAKE_HIP_NO_ERROR_STRINGS=1: hipGetErrorName/hipGetErrorString answer
 // NULL, so the name is the plugin's own and the text says there is none.
-TEST_CASE("a runtime that cannot name a code: the plugin's own name, no text",
+TEST_CASE("a runtime that cannot name a code: the plugin's own name and no text",
           "[errors-fallback]") {
   const std::string msg = out_of_memory_message();
   INFO(msg);
