@@ -142,7 +142,8 @@ struct LeakListener : Catch::TestEventListenerBase {
     if (first_leak().empty() && globals().memory.present && device_count() > 0) {
       std::string where;
       if (live_allocations(&where) > 0)
-        first_leak() = "\"" + stats.testInfo.name + "\" ended with allocations live (" + where + ")";
+        first_leak() =
+            "\"" + stats.testInfo.name + "\" ended with allocations live (" + where + ")";
     }
     TestEventListenerBase::testCaseEnded(stats);
   }
@@ -175,10 +176,9 @@ void empty_allocator_problems(std::vector<std::string>& problems) {
       continue;
     }
     std::string wrong;  // "name value, ..." of this device
-    for (const char* name : {"allocation.all.current", "active.all.current",
-                             "segment.all.current", "allocated_bytes.all.current",
-                             "active_bytes.all.current", "reserved_bytes.all.current",
-                             "requested_bytes.all.current"}) {
+    for (const char* name : {"allocation.all.current", "active.all.current", "segment.all.current",
+                             "allocated_bytes.all.current", "active_bytes.all.current",
+                             "reserved_bytes.all.current", "requested_bytes.all.current"}) {
       auto it = std::find_if(v.begin(), v.end(), [&](const accel_memory_stat_t& s) {
         return s.name != nullptr && std::string(s.name) == name;
       });
@@ -208,11 +208,10 @@ class CleanAllocator {
     std::vector<std::string> problems;
     empty_allocator_problems(problems);
     if (problems.empty()) return;
-    const std::string culprit = first_leak().empty()
-                                    ? std::string("an earlier test case left it so")
-                                    : first_leak();
-    FAIL("the allocator is not empty at the start of this case: " << culprit << "; left: "
-                                                                     << join(problems));
+    const std::string culprit =
+        first_leak().empty() ? std::string("an earlier test case left it so") : first_leak();
+    FAIL("the allocator is not empty at the start of this case: " << culprit
+                                                                  << "; left: " << join(problems));
   }
   ~CleanAllocator() noexcept(false) {
     // A failed REQUIRE is unwinding: the case has failed already, and its
