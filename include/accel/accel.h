@@ -534,8 +534,11 @@ ACCEL_API accel_status_t accel_record_stream(void* ptr, accel_stream_t stream);
 /* Returns the cached segments of `device` (negative: current) that hold no
  * live allocation to the vendor, after waiting for the streams that last
  * used them. Allocations stay valid. Statuses: ACCEL_ERROR_NO_ACCELERATOR,
- * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED,
- * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. torch.accelerator.empty_cache. */
+ * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_INVALID_ARGUMENT (called from a
+ * host function of the backend when a segment would have to be waited for:
+ * the wait may depend on that host function; see accel_host_fn),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
+ * torch.accelerator.empty_cache. */
 ACCEL_API accel_status_t accel_empty_cache(int32_t device);
 
 /* "caching" or "native": the allocator ACCEL_ALLOC_CONF selected. Static

@@ -238,6 +238,16 @@ constexpr accel_plugin_api_t kApi = {
     .memcpy_peer_async = nullptr,  // peer copies
     .device_get_attribute = nullptr,
     .get_device_capability = nullptr,  // attributes
+    // The ABI 1.2 group, all or none too: no modules, so no
+    // ACCEL_PLUGIN_CAP_MODULES (docs/writing-a-backend.md: running kernels).
+    .module_formats = nullptr,
+    .module_load = nullptr,
+    .module_unload = nullptr,
+    .kernel_create = nullptr,
+    .kernel_destroy = nullptr,
+    .kernel_get_attributes = nullptr,
+    .kernel_get_params = nullptr,
+    .launch_kernel = nullptr,
 };
 
 }  // namespace

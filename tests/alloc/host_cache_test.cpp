@@ -4,6 +4,7 @@
 // block is handed out again while a copy queued from it is still running.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -571,6 +572,60 @@ TEST_CASE("Statistics follow every step", "[host-cache]") {
   CHECK(std::string(flat[17].name) == "num_host_free");
 }
 
+// Reuse, proven on a fixed sequence: one thread's seeded random mix of
+// allocations (with copies on streams) and frees, every stream's work
+// completed before each request. Then nothing is pending at any request, and
+// a size class needs a new block only when all of its blocks are live: the
+// backend allocates exactly each class's peak of live blocks, counted here
+// from the requests alone.
+TEST_CASE("A size class allocates only its peak of live blocks when every stream is done",
+          "[host-cache]") {
+  Fixture f;
+  const StreamKey streams[] = {S1, S2, S3};
+  std::mt19937 rng(11);
+  std::vector<std::pair<void*, size_t>> held;
+  std::map<size_t, int> live, peak;  // per block size
+  int requests = 0;
+  for (int i = 0; i < 4000; ++i) {
+    if (held.size() < 12 && (held.empty() || rng() % 2 == 0)) {
+      const size_t n = 1 + rng() % 20000;
+      f.ops.complete_all();
+      void* p = f.get(n);
+      ++requests;
+      const size_t cls = host_block_size(n);
+      peak[cls] = std::max(peak[cls], ++live[cls]);
+      if (rng() % 2 == 0) {
+        const StreamKey s = streams[rng() % 3];
+        REQUIRE(f.cache.record_use(p, s) == Lookup::kFound);
+        f.ops.copy(p, s);
+      }
+      held.emplace_back(p, n);
+    } else {
+      const size_t k = rng() % held.size();
+      f.put(held[k].first);
+      --live[host_block_size(held[k].second)];
+      held.erase(held.begin() + static_cast<long>(k));
+    }
+  }
+  for (auto [p, n] : held) f.put(p);
+  int64_t want = 0;
+  for (auto [cls, n] : peak) want += n;
+  HostStats s = f.cache.stats();
+  INFO(requests << " requests in " << peak.size() << " size classes");
+  CHECK(s.num_host_alloc == want);
+  CHECK(f.ops.raw_alloc_calls == want);
+  CHECK(s.allocation.allocated == requests);
+  CHECK(s.allocation.current == 0);
+  f.ops.complete_all();
+  REQUIRE(f.cache.empty_cache() == ACCEL_SUCCESS);
+  CHECK(f.ops.live_allocations() == 0);
+  f.check();
+}
+
+// A race test only: what the blocks hold, the cache's invariants and the
+// fake's record of copies must hold under any interleaving. How much is
+// reused here depends on when the completer thread runs (the case above
+// proves reuse on a fixed sequence).
 TEST_CASE("Threads allocating and copying and freeing at once", "[host-cache][threads]") {
   Fixture f;
   constexpr int kThreads = 8;
@@ -628,8 +683,6 @@ TEST_CASE("Threads allocating and copying and freeing at once", "[host-cache][th
   HostStats s = f.cache.stats();
   CHECK(s.allocation.current == 0);
   CHECK(s.allocation.allocated == s.allocation.freed);
-  // Reuse happened: far fewer backend allocations than requests.
-  CHECK(s.num_host_alloc < s.allocation.allocated / 4);
   REQUIRE(f.cache.empty_cache() == ACCEL_SUCCESS);
   CHECK(f.ops.live_allocations() == 0);
   CHECK(f.ops.live_events() == 0);

@@ -8,8 +8,17 @@
 // conformance runs ending in -native-alloc), where accel_malloc is one
 // vendor allocation and accel_free one vendor free: the expectations follow
 // accel_get_allocator_backend().
+//
+// Every case here starts from an empty allocator and must leave one
+// (CleanAllocator below): its exact counts then hold whatever ran before,
+// and a case that leaks a block fails itself, by name, instead of moving
+// the counts of the next one.
+
+// For Catch::TestEventListenerBase (LeakListener below), as in main.cpp.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
 
@@ -97,6 +106,126 @@ std::vector<unsigned char> fill(size_t n, unsigned seed) {
   return v;
 }
 
+// Live allocations of every device (allocation.all.current), or -1 when a
+// statistics call fails. No assertion: LeakListener calls it between test
+// cases.
+int64_t live_allocations(std::string* where = nullptr) {
+  int64_t total = 0;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    size_t n = 0;
+    if (accel_memory_stats_list(d, nullptr, 0, &n) != ACCEL_SUCCESS) return -1;
+    std::vector<accel_memory_stat_t> v(n);
+    if (accel_memory_stats_list(d, v.data(), n, &n) != ACCEL_SUCCESS) return -1;
+    for (const auto& s : v) {
+      if (s.name == nullptr || std::string(s.name) != "allocation.all.current" || s.value == 0)
+        continue;
+      total += s.value;
+      if (where != nullptr)
+        *where += (where->empty() ? "" : ", ") + std::to_string(s.value) + " on device " +
+                  std::to_string(d);
+    }
+  }
+  return total;
+}
+
+// The first test case of the run (of any file) that ended with allocations
+// live, and how many: an allocator case that finds memory live at its start
+// names it.
+std::string& first_leak() {
+  static std::string leak;
+  return leak;
+}
+
+struct LeakListener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    if (first_leak().empty() && globals().memory.present && device_count() > 0) {
+      std::string where;
+      if (live_allocations(&where) > 0)
+        first_leak() =
+            "\"" + stats.testInfo.name + "\" ended with allocations live (" + where + ")";
+    }
+    TestEventListenerBase::testCaseEnded(stats);
+  }
+};
+
+// The allocator of every device as it is with nothing allocated and nothing
+// cached: no allocation, no active or pending block, no segment, no byte
+// reserved. Checked after waiting for every device and accel_empty_cache
+// (which also completes the pending frees). `problems` gets one line per
+// statistic that differs; no assertion, so a destructor can call it.
+void empty_allocator_problems(std::vector<std::string>& problems) {
+  for (int32_t d = 0; d < device_count(); ++d) {
+    if (accel_status_t st = synchronize(d); st != ACCEL_SUCCESS) {
+      problems.push_back("accel_synchronize(" + std::to_string(d) + ") -> " + describe(st));
+      continue;
+    }
+    if (accel_status_t st = accel_empty_cache(d); st != ACCEL_SUCCESS) {
+      problems.push_back("accel_empty_cache(" + std::to_string(d) + ") -> " + describe(st));
+      continue;
+    }
+    size_t n = 0;
+    std::vector<accel_memory_stat_t> v;
+    accel_status_t st = accel_memory_stats_list(d, nullptr, 0, &n);
+    if (st == ACCEL_SUCCESS) {
+      v.resize(n);
+      st = accel_memory_stats_list(d, v.data(), n, &n);
+    }
+    if (st != ACCEL_SUCCESS) {
+      problems.push_back("accel_memory_stats_list(" + std::to_string(d) + ") -> " + describe(st));
+      continue;
+    }
+    std::string wrong;  // "name value, ..." of this device
+    for (const char* name : {"allocation.all.current", "active.all.current", "segment.all.current",
+                             "allocated_bytes.all.current", "active_bytes.all.current",
+                             "reserved_bytes.all.current", "requested_bytes.all.current"}) {
+      auto it = std::find_if(v.begin(), v.end(), [&](const accel_memory_stat_t& s) {
+        return s.name != nullptr && std::string(s.name) == name;
+      });
+      if (it == v.end())
+        wrong += std::string(wrong.empty() ? "" : ", ") + "no " + name;
+      else if (it->value != 0)
+        wrong += std::string(wrong.empty() ? "" : ", ") + name + " " + std::to_string(it->value);
+    }
+    if (!wrong.empty()) problems.push_back("device " + std::to_string(d) + ": " + wrong);
+  }
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "; ") + l;
+  return out;
+}
+
+// Declared first in an allocator case (after need_group): the case starts
+// from an empty allocator, and once its own handles and blocks are gone
+// (they are destroyed before this) the allocator must be empty again. A
+// block the case forgot fails the case itself, by name; one a case of
+// another file left live is named by LeakListener.
+class CleanAllocator {
+ public:
+  CleanAllocator() {
+    std::vector<std::string> problems;
+    empty_allocator_problems(problems);
+    if (problems.empty()) return;
+    const std::string culprit =
+        first_leak().empty() ? std::string("an earlier test case left it so") : first_leak();
+    FAIL("the allocator is not empty at the start of this case: " << culprit
+                                                                  << "; left: " << join(problems));
+  }
+  ~CleanAllocator() noexcept(false) {
+    // A failed REQUIRE is unwinding: the case has failed already, and its
+    // blocks are being freed by the destructors still to run.
+    if (std::uncaught_exceptions() > 0) return;
+    std::vector<std::string> problems;
+    empty_allocator_problems(problems);
+    INFO("this test case did not free all it allocated: " << join(problems));
+    CHECK(problems.empty());
+  }
+  CleanAllocator(const CleanAllocator&) = delete;
+  CleanAllocator& operator=(const CleanAllocator&) = delete;
+};
+
 // A device pointer freed by the test's end, whatever happens in between.
 struct AsyncMem {
   void* p = nullptr;
@@ -110,6 +239,8 @@ struct AsyncMem {
 
 }  // namespace
 
+CATCH_REGISTER_LISTENER(LeakListener)
+
 TEST_CASE("allocator backend and configuration", "[memory][allocator]") {
   const std::string backend = accel_get_allocator_backend();
   CHECK((backend == "caching" || backend == "native"));
@@ -122,6 +253,7 @@ TEST_CASE("allocator backend and configuration", "[memory][allocator]") {
 TEST_CASE("a freed block is reused by its own stream", "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   const size_t kBytes = 64 * 1024 + 100;
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d << ", allocator " << accel_get_allocator_backend());
@@ -174,6 +306,7 @@ TEST_CASE("a freed block is reused by its own stream", "[memory][allocator]") {
 TEST_CASE("malloc_async and free_async with copies in between", "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   const size_t kBytes = 300 * 1000 + 7;
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d << ", allocator " << accel_get_allocator_backend());
@@ -251,6 +384,7 @@ TEST_CASE("record_stream keeps a freed block from every stream until the other s
           "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions (a gate blocks the other stream)"))
     return;
   // Without events the allocator waits for the named stream inside the
@@ -308,12 +442,12 @@ TEST_CASE("record_stream keeps a freed block from every stream until the other s
     void* r = nullptr;
     ACCEL_REQUIRE_OK(accel_malloc_async(kBytes, a, &r));
     const auto later = stats(d);
-    // p is no longer pending. Blocks an earlier test left pending may have
-    // completed meanwhile too, so the count of pending blocks (active, not
-    // allocated) can only have fallen since before p's free.
+    // p is no longer pending, and no block is: the case started with an
+    // empty allocator (CleanAllocator), so the pending blocks (active, not
+    // allocated) are back to what they were before p's free, none.
     CHECK(block_state(d, p) != "active_pending_free");
-    CHECK(later["active.all.current"] - later["allocation.all.current"] <=
-          before["active.all.current"] - before["allocation.all.current"]);
+    CHECK(before["active.all.current"] == before["allocation.all.current"]);
+    CHECK(later["active.all.current"] == later["allocation.all.current"]);
     ACCEL_CHECK_OK(accel_free_async(r, a));
   }
 }
@@ -321,6 +455,7 @@ TEST_CASE("record_stream keeps a freed block from every stream until the other s
 TEST_CASE("free_async on another stream waits for that stream", "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions (a gate blocks the other stream)"))
     return;
   if (!need_group(globals().events)) return;
@@ -354,6 +489,7 @@ TEST_CASE("free_async on another stream waits for that stream", "[memory][alloca
 TEST_CASE("empty_cache returns the segments that hold no live allocation", "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   const size_t kLarge = (3u << 20) + 4321;  // the large pool
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d << ", allocator " << accel_get_allocator_backend());
@@ -371,11 +507,16 @@ TEST_CASE("empty_cache returns the segments that hold no live allocation", "[mem
     CHECK(after["allocated_bytes.all.current"] == before["allocated_bytes.all.current"]);
     CHECK(after["reserved_bytes.all.current"] >= after["allocated_bytes.all.current"]);
     if (caching()) {
-      CHECK(after["num_device_free"] > before["num_device_free"]);
-      CHECK(after["segment.all.current"] < before["segment.all.current"]);
-      // At least the segment of the cached block went back.
-      CHECK(after["reserved_bytes.all.current"] <=
-            before["reserved_bytes.all.current"] - static_cast<int64_t>(kLarge));
+      // The case started with an empty allocator: two segments, the live
+      // block's in the small pool and the cached block's in the large one.
+      // Exactly the cached block's went back.
+      CHECK(before["segment.all.current"] == 2);
+      CHECK(after["num_device_free"] == before["num_device_free"] + 1);
+      CHECK(after["segment.all.current"] == 1);
+      CHECK(before["reserved_bytes.large_pool.current"] >= static_cast<int64_t>(kLarge));
+      CHECK(after["reserved_bytes.large_pool.current"] == 0);
+      CHECK(after["reserved_bytes.small_pool.current"] ==
+            before["reserved_bytes.small_pool.current"]);
       // No frees are left pending.
       CHECK(after["active.all.current"] == after["allocation.all.current"]);
     } else {
@@ -392,15 +533,12 @@ TEST_CASE("empty_cache returns the segments that hold no live allocation", "[mem
     ACCEL_REQUIRE_OK(accel_free_async(live, s));
     ACCEL_REQUIRE_OK(stream_synchronize(s));
     ACCEL_REQUIRE_OK(accel_empty_cache(d));
+    // Nothing live on the device (the case started with an empty
+    // allocator): nothing stays reserved.
     const auto end = stats(d);
-    if (end["allocation.all.current"] == 0) {
-      // Nothing live on the device: nothing stays reserved.
-      CHECK(end["reserved_bytes.all.current"] == 0);
-      CHECK(end["segment.all.current"] == 0);
-    } else {
-      WARN("device " << d << " holds " << end["allocation.all.current"]
-                     << " allocations of another test: reserved_bytes not checked against 0");
-    }
+    CHECK(end["allocation.all.current"] == 0);
+    CHECK(end["reserved_bytes.all.current"] == 0);
+    CHECK(end["segment.all.current"] == 0);
   }
   SECTION("errors") {
     ACCEL_CHECK_ERROR(accel_empty_cache(device_count()), ACCEL_ERROR_INVALID_DEVICE);
@@ -412,6 +550,7 @@ TEST_CASE("a destroyed stream's blocks stay valid and go to the default stream",
           "[memory][allocator]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   const size_t kLarge = (5u << 20) + 999;  // a size no other test allocates
   for (int32_t d = 0; d < device_count(); ++d) {
     INFO("device " << d << ", allocator " << accel_get_allocator_backend());
@@ -472,6 +611,7 @@ TEST_CASE("a destroyed stream's blocks stay valid and go to the default stream",
 TEST_CASE("allocator statistics snapshots and history", "[memory][allocator][stats]") {
   ThreadStateGuard guard;
   if (!need_group(globals().memory)) return;
+  CleanAllocator clean;
   size_t n = 0;
   ACCEL_REQUIRE_OK(accel_memory_stats_list(0, nullptr, 0, &n));
   REQUIRE(n > 0);
@@ -490,14 +630,16 @@ TEST_CASE("allocator statistics snapshots and history", "[memory][allocator][sta
     ACCEL_REQUIRE_OK(accel_memory_stats_list(d, v.data(), n, &m));
     REQUIRE(m == n);
     for (size_t i = 0; i < n; ++i) CHECK(std::string(v[i].name) == names[i].name);
-    CHECK(st["allocation.all.current"] >= 2);
-    CHECK(st["allocation.small_pool.current"] >= 1);
-    CHECK(st["allocation.large_pool.current"] >= 1);
-    CHECK(st["requested_bytes.all.current"] >= 1000 + (2 << 20));
+    // The case started with an empty allocator: its two blocks are all
+    // there is, one in each pool, each in a segment of its own.
+    CHECK(st["allocation.all.current"] == 2);
+    CHECK(st["allocation.small_pool.current"] == 1);
+    CHECK(st["allocation.large_pool.current"] == 1);
+    CHECK(st["requested_bytes.all.current"] == 1000 + (2 << 20));
     CHECK(st["allocated_bytes.all.current"] >= st["requested_bytes.all.current"]);
     CHECK(st["reserved_bytes.all.current"] >= st["allocated_bytes.all.current"]);
-    CHECK(st["active_bytes.all.current"] >= st["allocated_bytes.all.current"]);
-    CHECK(st["segment.all.current"] >= 1);
+    CHECK(st["active_bytes.all.current"] == st["allocated_bytes.all.current"]);
+    CHECK(st["segment.all.current"] == 2);
     for (const char* k :
          {"allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
           "active_bytes", "inactive_split_bytes", "requested_bytes"}) {

@@ -19,7 +19,11 @@
 namespace accelctl {
 namespace {
 
+// What check_kernels made, released on every return.
 struct Cleanup {
+  explicit Cleanup(int32_t d) : device(d) {}
+  Cleanup(const Cleanup&) = delete;
+  Cleanup& operator=(const Cleanup&) = delete;
   int32_t device;
   accel_module_t module = nullptr;
   accel_stream_t stream = nullptr;
