@@ -121,11 +121,18 @@ accel_status_t accel_record_stream(void* ptr, accel_stream_t stream) {
     if (auto st = ensure_ready(*a.backend); st != ACCEL_SUCCESS) return st;
     if (auto st = stream_for(fn, a, ptr, stream); st != ACCEL_SUCCESS) return st;
     Allocation entry;
-    if (find_entry(ptr, entry) && entry.owner != nullptr &&
-        entry.owner->allocator.record_stream(ptr, stream) == accel::alloc::Lookup::kMissing) {
-      // Freed by another thread since the lookup above.
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: {} is not inside a live allocation made by accel_malloc", fn, ptr);
+    if (find_entry(ptr, entry) && entry.owner != nullptr) {
+      switch (entry.owner->allocator.record_stream(ptr, stream)) {
+        case accel::alloc::Lookup::kMissing:  // freed by another thread since the lookup above
+          return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "{}: {} is not inside a live allocation made by accel_malloc", fn, ptr);
+        case accel::alloc::Lookup::kStreamDead:
+          return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "{}: the stream was destroyed by another thread during the call", fn);
+        case accel::alloc::Lookup::kFound:
+        case accel::alloc::Lookup::kInside:
+          break;
+      }
     }
     return ACCEL_SUCCESS;  // backend:native: frees are not stream-ordered; nothing to do
   });

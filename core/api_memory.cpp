@@ -173,6 +173,11 @@ accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_s
         return inside(fn, ptr, info.base, info.requested);
       case alloc::Lookup::kMissing:
         return not_live(fn, ptr);
+      case alloc::Lookup::kStreamDead:
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: the stream was destroyed by another thread during the call; {} is "
+                     "still allocated",
+                     fn, ptr);
     }
   }
   if (a.base != reinterpret_cast<uintptr_t>(ptr)) return inside(fn, ptr, a.base, a.bytes);

@@ -48,10 +48,6 @@ const accel_stream_s* as_stream(alloc::StreamKey key) {
   return static_cast<const accel_stream_s*>(key);
 }
 
-// Stands in for an event where the plugin has none: record waits for the
-// stream, so the marker is complete as soon as it exists.
-int g_synced_marker;
-
 }  // namespace
 
 DeviceMemory& device_memory(Backend& b, int32_t device) {
@@ -135,9 +131,10 @@ void native_account_free(DeviceMemory& m, size_t bytes) {
 }
 
 // --- PluginDeviceOps ---------------------------------------------------------
-// Every call runs with the allocator's lock held: marked as a locked
-// callback, so a plugin that calls back into accel from it gets
-// ACCEL_ERROR_REENTRANT instead of a deadlock on that lock.
+// The calls that do not wait run with the allocator's lock held: marked as a
+// locked callback, so a plugin that calls back into accel from one gets
+// ACCEL_ERROR_REENTRANT instead of a deadlock on that lock. The waits
+// (event_synchronize, synchronize, stream_synchronize) run without it.
 
 accel_status_t PluginDeviceOps::raw_alloc(size_t bytes, void** ptr) {
   LockedCallbackScope scope(b_, "mem_alloc", "allocator", owner_.allocator.mutex());
@@ -183,11 +180,9 @@ size_t PluginDeviceOps::capacity() {
 }
 
 accel_status_t PluginDeviceOps::event_create(alloc::EventHandle* ev) {
+  // Without events the allocator synchronizes the stream instead, unlocked.
+  if (b_.api.event_create == nullptr) return ACCEL_ERROR_NOT_SUPPORTED;
   LockedCallbackScope scope(b_, "event_create", "allocator", owner_.allocator.mutex());
-  if (b_.api.event_create == nullptr) {
-    *ev = &g_synced_marker;
-    return ACCEL_SUCCESS;
-  }
   accel_plugin_event_t e = nullptr;
   auto st = call_plugin(b_, "event_create",
                         [&] { return b_.api.event_create(device_, ACCEL_EVENT_DEFAULT, &e); });
@@ -198,14 +193,6 @@ accel_status_t PluginDeviceOps::event_create(alloc::EventHandle* ev) {
 accel_status_t PluginDeviceOps::event_record(alloc::EventHandle ev, alloc::StreamKey stream) {
   LockedCallbackScope scope(b_, "event_record", "allocator", owner_.allocator.mutex());
   const accel_stream_s* s = as_stream(stream);
-  if (ev == &g_synced_marker) {
-    if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "the allocator would wait for the stream of the running host function");
-    }
-    return call_plugin(b_, "stream_synchronize",
-                       [&] { return b_.api.stream_synchronize(s->native); });
-  }
   return call_plugin(b_, "event_record", [&] {
     return b_.api.event_record(static_cast<accel_plugin_event_t>(ev), s->native);
   });
@@ -213,14 +200,11 @@ accel_status_t PluginDeviceOps::event_record(alloc::EventHandle ev, alloc::Strea
 
 accel_status_t PluginDeviceOps::event_query(alloc::EventHandle ev) {
   LockedCallbackScope scope(b_, "event_query", "allocator", owner_.allocator.mutex());
-  if (ev == &g_synced_marker) return ACCEL_SUCCESS;
   return call_plugin(b_, "event_query",
                      [&] { return b_.api.event_query(static_cast<accel_plugin_event_t>(ev)); });
 }
 
 accel_status_t PluginDeviceOps::event_synchronize(alloc::EventHandle ev) {
-  LockedCallbackScope scope(b_, "event_synchronize", "allocator", owner_.allocator.mutex());
-  if (ev == &g_synced_marker) return ACCEL_SUCCESS;
   // A host function of this device may be what the marker waits for.
   if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -234,13 +218,11 @@ accel_status_t PluginDeviceOps::event_synchronize(alloc::EventHandle ev) {
 
 void PluginDeviceOps::event_destroy(alloc::EventHandle ev) {
   LockedCallbackScope scope(b_, "event_destroy", "allocator", owner_.allocator.mutex());
-  if (ev == &g_synced_marker) return;
   (void)call_plugin(b_, "event_destroy",
                     [&] { return b_.api.event_destroy(static_cast<accel_plugin_event_t>(ev)); });
 }
 
 accel_status_t PluginDeviceOps::synchronize() {
-  LockedCallbackScope scope(b_, "device_synchronize", "allocator", owner_.allocator.mutex());
   // Any device of the backend: a stream of this device may wait for an
   // event recorded after the host function on another one.
   if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
@@ -251,6 +233,20 @@ accel_status_t PluginDeviceOps::synchronize() {
   }
   return call_plugin(b_, "device_synchronize", [&] { return b_.api.device_synchronize(device_); });
 }
+
+accel_status_t PluginDeviceOps::stream_synchronize(alloc::StreamKey stream) {
+  const accel_stream_s* s = as_stream(stream);
+  if (const HostCall* call = running_host_call(); call != nullptr && call->backend == &b_) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "the allocator would wait for a stream of {} from a host function running on "
+                 "{} device {}, which that wait may depend on",
+                 b_.name, b_.name, call->device);
+  }
+  return call_plugin(b_, "stream_synchronize",
+                     [&] { return b_.api.stream_synchronize(s->native); });
+}
+
+bool PluginDeviceOps::stream_alive(alloc::StreamKey stream) { return live(as_stream(stream)); }
 
 bool PluginDeviceOps::stream_idle(alloc::StreamKey stream) {
   LockedCallbackScope scope(b_, "stream_query", "allocator", owner_.allocator.mutex());

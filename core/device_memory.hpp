@@ -48,6 +48,8 @@ class PluginDeviceOps final : public alloc::DeviceOps {
   void event_destroy(alloc::EventHandle ev) override;
   accel_status_t synchronize() override;
   bool stream_idle(alloc::StreamKey stream) override;
+  accel_status_t stream_synchronize(alloc::StreamKey stream) override;
+  bool stream_alive(alloc::StreamKey stream) override;
 
  private:
   Backend& b_;

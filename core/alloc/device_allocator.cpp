@@ -52,6 +52,10 @@ struct Segment {
   StreamKey stream = nullptr;
   Block* head = nullptr;   // the block at `base`; blocks are linked in address order
   uint64_t last_used = 0;  // allocator tick of the last free (garbage collection)
+  // Changes whenever a block of the segment is handed out or changes
+  // stream: a release decided before an unlocked device synchronize goes
+  // ahead only if the segment is still at the version it was chosen at.
+  uint64_t version = 0;
 };
 
 struct Block {
@@ -81,11 +85,22 @@ bool BlockLess::operator()(const Block* a, const Block* b) const {
   return a->ptr < b->ptr;
 }
 
-// One marker and the blocks that wait for it.
+// One marker and the blocks that wait for it. `event` is null when the
+// backend could not record one: the blocks then wait for a synchronize of
+// `stream`, done by the public call without the lock.
 struct Pending {
   EventHandle event = nullptr;
+  StreamKey stream = nullptr;
   std::vector<Block*> blocks;
 };
+
+// A segment chosen for release, as it was when chosen.
+struct SegmentRef {
+  uintptr_t base = 0;
+  uint64_t version = 0;
+};
+
+using Lock = std::unique_lock<std::mutex>;
 
 std::string format_bytes(uint64_t n) {
   if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(n) / (1ull << 30));
@@ -107,7 +122,9 @@ struct DeviceAllocator::Impl {
   std::vector<Block*> spare_blocks;
   std::map<uintptr_t, Segment*> segments;  // by base address
   std::vector<Pending> pending;
+  std::vector<Pending> unsynced;  // markers the backend could not record
   std::vector<EventHandle> spare_events;
+  uint64_t versions = 0;  // source of Segment::version
   History history;
   uint64_t tick = 0;
 
@@ -213,21 +230,19 @@ struct DeviceAllocator::Impl {
   }
 
   // A marker on `stream` now, waited for by the blocks later added to the
-  // returned entry. When the backend cannot record one, waits for the whole
-  // device instead and returns nullptr (the blocks need not wait).
+  // returned entry. When the backend cannot record one, the entry waits in
+  // `unsynced` for the public call to synchronize the stream once it has
+  // let go of the lock (settle_unsynced).
   Pending* marker(StreamKey stream) {
     accel_status_t st = ACCEL_SUCCESS;
     EventHandle e = get_event(st);
     if (st == ACCEL_SUCCESS && ops.event_record(e, stream) == ACCEL_SUCCESS) {
-      pending.push_back(Pending{e, {}});
+      pending.push_back(Pending{e, stream, {}});
       return &pending.back();
     }
     if (st == ACCEL_SUCCESS) spare_events.push_back(e);
-    // A device the allocator cannot wait for is broken anyway: whatever the
-    // outcome, the block is treated as idle.
-    (void)ops.synchronize();
-    ++stats.num_sync_all_streams;
-    return nullptr;
+    unsynced.push_back(Pending{nullptr, stream, {}});
+    return &unsynced.back();
   }
 
   // A block leaves the active set (its markers have completed, or it had
@@ -263,7 +278,82 @@ struct DeviceAllocator::Impl {
     for (Block* b : p.blocks) {
       if (--b->event_count == 0 && !b->allocated) free_block(b, nullptr);
     }
-    spare_events.push_back(p.event);
+    if (p.event != nullptr) spare_events.push_back(p.event);
+  }
+
+  // --- Waiting without the lock ---------------------------------------------
+  // No core lock is held while waiting for device work (docs/architecture.md,
+  // "Locks and waits"): a host function that the wait depends on may call
+  // into this allocator. Each wait below takes what it waits for out of the
+  // shared books (so no other thread completes or reuses it meanwhile),
+  // unlocks, waits, relocks and re-checks what may have changed.
+
+  // Waits for every pending free's marker. A marker that cannot be waited
+  // for (a host function of the device is calling) stays pending.
+  void wait_all_events(Lock& lock) {
+    std::vector<Pending> taken;
+    taken.swap(pending);
+    if (taken.empty()) return;
+    std::vector<char> done(taken.size());
+    lock.unlock();
+    for (size_t i = 0; i < taken.size(); ++i)
+      done[i] = ops.event_synchronize(taken[i].event) == ACCEL_SUCCESS;
+    lock.lock();
+    for (size_t i = 0; i < taken.size(); ++i) {
+      if (done[i]) {
+        complete(taken[i]);
+      } else {
+        pending.push_back(std::move(taken[i]));
+      }
+    }
+  }
+
+  // Synchronizes the streams of the markers the backend could not record,
+  // then completes them. Whatever the outcome the blocks are treated as
+  // idle afterwards: a device the allocator cannot wait for is broken anyway.
+  void settle_unsynced(Lock& lock) {
+    while (!unsynced.empty()) {
+      std::vector<Pending> taken;
+      taken.swap(unsynced);
+      lock.unlock();
+      for (Pending& p : taken) {
+        if (ops.stream_synchronize(p.stream) != ACCEL_SUCCESS) (void)ops.synchronize();
+      }
+      lock.lock();
+      for (Pending& p : taken) {
+        ++stats.num_sync_all_streams;
+        complete(p);
+      }
+    }
+  }
+
+  std::vector<SegmentRef> refs(const std::vector<Block*>& blocks) {
+    std::vector<SegmentRef> out;
+    out.reserve(blocks.size());
+    for (const Block* b : blocks) out.push_back({b->segment->base, b->segment->version});
+    return out;
+  }
+
+  // Returns the chosen segments to the vendor after an unlocked wait for the
+  // device (their last work may still be queued on their stream), skipping
+  // any that was handed out, changed or released by another thread while
+  // the lock was let go.
+  accel_status_t release(Lock& lock, const std::vector<SegmentRef>& chosen) {
+    if (chosen.empty()) return ACCEL_SUCCESS;
+    lock.unlock();
+    accel_status_t st = ops.synchronize();
+    lock.lock();
+    if (st != ACCEL_SUCCESS) return st;
+    ++stats.num_sync_all_streams;
+    accel_status_t result = ACCEL_SUCCESS;
+    for (const SegmentRef& r : chosen) {
+      auto it = segments.find(r.base);
+      if (it == segments.end() || it->second->version != r.version) continue;
+      Block* b = it->second->head;
+      if (b->next != nullptr || !b->free()) continue;
+      if (auto rs = release_segment(b); rs != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = rs;
+    }
+    return result;
   }
 
   // Frees the blocks whose markers have completed.
@@ -277,21 +367,6 @@ struct DeviceAllocator::Impl {
         ++kept;
       } else {
         complete(pending[i]);
-      }
-    }
-    pending.resize(kept);
-  }
-
-  // Waits for every pending free. A marker that cannot be waited for (a
-  // host function of the device is calling) stays pending.
-  void wait_all_events() {
-    size_t kept = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      if (ops.event_synchronize(pending[i].event) == ACCEL_SUCCESS) {
-        complete(pending[i]);
-      } else {
-        if (kept != i) pending[kept] = std::move(pending[i]);
-        ++kept;
       }
     }
     pending.resize(kept);
@@ -327,29 +402,16 @@ struct DeviceAllocator::Impl {
     return ACCEL_SUCCESS;
   }
 
-  // Returns `blocks` (whole free segments) to the vendor after waiting for
-  // the device: their last work may still be queued on their stream.
-  accel_status_t release(const std::vector<Block*>& blocks) {
-    if (blocks.empty()) return ACCEL_SUCCESS;
-    if (auto st = ops.synchronize(); st != ACCEL_SUCCESS) return st;
-    ++stats.num_sync_all_streams;
-    accel_status_t result = ACCEL_SUCCESS;
-    for (Block* b : blocks) {
-      if (auto st = release_segment(b); st != ACCEL_SUCCESS) result = st;
-    }
-    return result;
-  }
-
-  accel_status_t release_cached() {
-    wait_all_events();
-    return release(whole_free_segments());
+  accel_status_t release_cached(Lock& lock) {
+    wait_all_events(lock);
+    return release(lock, refs(whole_free_segments()));
   }
 
   // garbage_collection_threshold: once reserved memory is past the
   // threshold, free the cached segments unused the longest before a new
   // vendor allocation, until the new segment fits under it (or none is
   // left). Below the threshold the cache stays, as in PyTorch.
-  void collect_garbage(size_t incoming) {
+  void collect_garbage(Lock& lock, size_t incoming) {
     size_t capacity = ops.capacity();
     if (capacity == 0) return;
     auto limit =
@@ -366,7 +428,7 @@ struct DeviceAllocator::Impl {
       chosen.push_back(b);
       reserved -= static_cast<int64_t>(b->size);
     }
-    (void)release(chosen);  // a failure leaves them cached; the allocation goes on
+    (void)release(lock, refs(chosen));  // a failure leaves them cached; the allocation goes on
   }
 
   std::string oom_message(size_t bytes) {
@@ -383,9 +445,18 @@ struct DeviceAllocator::Impl {
         format_bytes(static_cast<uint64_t>(reserved - allocated)));
   }
 
-  accel_status_t allocate(size_t bytes, StreamKey stream, const void* caller, void** out,
-                          std::string& error) {
+  // A stream destroyed by another thread since the caller checked it: its
+  // memory has been retired (or is being), so nothing more is filed under it.
+  bool stream_dead(StreamKey stream, std::string& error) {
+    if (stream == nullptr || ops.stream_alive(stream)) return false;
+    error = "the stream was destroyed by another thread during the call";
+    return true;
+  }
+
+  accel_status_t allocate(Lock& lock, size_t bytes, StreamKey stream, const void* caller,
+                          void** out, std::string& error) {
     error.clear();
+    if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
     if (!pending.empty()) process_events();
     // Sizes near SIZE_MAX would overflow the rounding: no device has them.
     if (bytes > (SIZE_MAX >> 2)) {
@@ -397,16 +468,22 @@ struct DeviceAllocator::Impl {
     size_t size = round_size(bytes, config);
     PoolSet& pool = size <= kSmallSize ? small_pool : large_pool;
     Block* b = take_free(pool, stream, size);
+    if (b == nullptr && config.garbage_collection_threshold > 0) {
+      collect_garbage(lock, segment_size(size));
+      // The lock may have been let go: look again (and at the stream).
+      if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
+      b = take_free(pool, stream, size);
+    }
     if (b == nullptr) {
       size_t seg_size = segment_size(size);
-      if (config.garbage_collection_threshold > 0) collect_garbage(seg_size);
       void* raw = nullptr;
       accel_status_t st = ops.raw_alloc(seg_size, &raw);
       if (st == ACCEL_ERROR_OUT_OF_MEMORY) {
-        // Free what the cache holds (waiting for it) and try once more,
-        // first among blocks whose frees just completed.
+        // Free what the cache holds (waiting for it without the lock) and
+        // try once more, first among blocks whose frees just completed.
         ++stats.num_alloc_retries;
-        (void)release_cached();
+        (void)release_cached(lock);
+        if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
         b = take_free(pool, stream, size);
         if (b == nullptr) st = ops.raw_alloc(seg_size, &raw);
         if (b == nullptr && st == ACCEL_ERROR_OUT_OF_MEMORY && seg_size > size) {
@@ -442,6 +519,7 @@ struct DeviceAllocator::Impl {
     }
     b->allocated = true;
     b->requested = bytes;
+    b->segment->version = ++versions;
     live_insert(b);
     PoolKind kind = b->kind();
     auto sz = static_cast<int64_t>(b->size);
@@ -493,6 +571,7 @@ struct DeviceAllocator::Impl {
       if (info != nullptr) *info = {in->ptr, in->requested, in->size, in->stream};
       return Lookup::kInside;
     }
+    if (stream != nullptr && !ops.stream_alive(stream)) return Lookup::kStreamDead;
     Block* b = it->second;
     if (info != nullptr) *info = {b->ptr, b->requested, b->size, b->stream};
     live_erase(it);
@@ -521,16 +600,18 @@ struct DeviceAllocator::Impl {
     auto p = reinterpret_cast<uintptr_t>(ptr);
     Block* b = live_containing(p);
     if (b == nullptr) return Lookup::kMissing;
+    if (!ops.stream_alive(stream)) return Lookup::kStreamDead;
     add_use(b, stream);
     return b->ptr == p ? Lookup::kFound : Lookup::kInside;
   }
 
-  accel_status_t empty_cache() {
-    wait_all_events();
+  accel_status_t empty_cache(Lock& lock) {
+    settle_unsynced(lock);
+    wait_all_events(lock);
     // The spare markers go back too: empty_cache returns what it can.
     for (EventHandle e : spare_events) ops.event_destroy(e);
     spare_events.clear();
-    auto st = release(whole_free_segments());
+    auto st = release(lock, refs(whole_free_segments()));
     history.add(Action::kEmptyCache, 0, 0, nullptr, nullptr);
     return st;
   }
@@ -577,7 +658,10 @@ struct DeviceAllocator::Impl {
       }
     }
     for (auto& [base, seg] : segments) {
-      if (seg->stream == stream) seg->stream = replacement;
+      if (seg->stream == stream) {
+        seg->stream = replacement;
+        seg->version = ++versions;
+      }
     }
     return ACCEL_SUCCESS;
   }
@@ -605,14 +689,16 @@ DeviceAllocator::~DeviceAllocator() {
 
 accel_status_t DeviceAllocator::allocate(size_t bytes, StreamKey stream, const void* caller,
                                          void** out, std::string& error) {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->allocate(bytes, stream, caller, out, error);
+  Lock lock(impl_->mutex);
+  return impl_->allocate(lock, bytes, stream, caller, out, error);
 }
 
 Lookup DeviceAllocator::free(const void* ptr, StreamKey stream, const void* caller,
                              BlockInfo* info) {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->free(ptr, stream, caller, info);
+  Lock lock(impl_->mutex);
+  Lookup found = impl_->free(ptr, stream, caller, info);
+  impl_->settle_unsynced(lock);
+  return found;
 }
 
 Lookup DeviceAllocator::record_stream(const void* ptr, StreamKey stream) {
@@ -629,13 +715,15 @@ bool DeviceAllocator::find(const void* p, BlockInfo& out) {
 }
 
 accel_status_t DeviceAllocator::empty_cache() {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->empty_cache();
+  Lock lock(impl_->mutex);
+  return impl_->empty_cache(lock);
 }
 
 accel_status_t DeviceAllocator::retire_stream(StreamKey stream, StreamKey replacement) {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->retire_stream(stream, replacement);
+  Lock lock(impl_->mutex);
+  accel_status_t st = impl_->retire_stream(stream, replacement);
+  impl_->settle_unsynced(lock);
+  return st;
 }
 
 Stats DeviceAllocator::stats() {

@@ -39,8 +39,11 @@ inline constexpr size_t kLargeBuffer = 20u << 20;    // segment for requests bel
 inline constexpr size_t kMinLargeAlloc = 10u << 20;  // from here: segment = rounded request
 inline constexpr size_t kRoundLarge = 2u << 20;      // rounding of large segments
 
-// What the allocator needs from one device. Calls come with the allocator's
-// lock held; an implementation must not call back into the allocator.
+// What the allocator needs from one device. The calls that wait for device
+// work (event_synchronize, synchronize, stream_synchronize) come without the
+// allocator's lock: no lock is held across a wait (docs/architecture.md,
+// "Locks and waits"). All others come with it held, and an implementation
+// must not call back into the allocator from them.
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -65,6 +68,13 @@ class DeviceOps {
   // True when nothing is queued on `stream` (a destroyed stream's blocks
   // then change stream at once instead of after a marker). May say false.
   virtual bool stream_idle(StreamKey) { return false; }
+  // Waits for the work queued on `stream` so far: what a marker the backend
+  // could not record stands for.
+  virtual accel_status_t stream_synchronize(StreamKey) { return synchronize(); }
+  // False once `stream` has been destroyed (or is being): checked under the
+  // lock, so a call racing a destroy either comes before retire_stream
+  // (which then accounts for its memory) or files nothing under the stream.
+  virtual bool stream_alive(StreamKey) { return true; }
 };
 
 // An allocated block as the caller sees it.
@@ -79,6 +89,7 @@ enum class Lookup {
   kFound,    // a live allocation starts exactly there
   kInside,   // the pointer lies inside one (BlockInfo says which)
   kMissing,  // no live allocation holds it
+  kStreamDead,  // the stream named was destroyed by another thread meanwhile
 };
 
 class DeviceAllocator {
@@ -91,25 +102,30 @@ class DeviceAllocator {
   // A block of at least `bytes` (> 0) for `stream`. `caller` is recorded in
   // the history (may be NULL). ACCEL_ERROR_OUT_OF_MEMORY after one retry
   // with the cache freed, with PyTorch's explanation in `error`; another
-  // failure of DeviceOps is returned as is with `error` empty.
+  // failure of DeviceOps is returned as is with `error` empty;
+  // ACCEL_ERROR_INVALID_ARGUMENT with `error` set when `stream` was
+  // destroyed meanwhile (DeviceOps::stream_alive). The retry and garbage
+  // collection wait for the device without the lock, so other threads (and
+  // host functions) allocate and free meanwhile.
   accel_status_t allocate(size_t bytes, StreamKey stream, const void* caller, void** out,
                           std::string& error);
 
   // Frees the block starting at `ptr`. `stream` null or the block's own:
   // reusable at once on its stream; another stream: only once the work
   // queued there so far has completed (cudaFreeAsync). kInside / kMissing
-  // change nothing (`info` describes the block for kInside).
+  // / kStreamDead change nothing (`info` describes the block for kInside).
   Lookup free(const void* ptr, StreamKey stream, const void* caller, BlockInfo* info = nullptr);
 
   // Adds `stream` to the streams whose work a free of the block holding
-  // `ptr` waits for. kMissing changes nothing.
+  // `ptr` waits for. kMissing and kStreamDead change nothing.
   Lookup record_stream(const void* ptr, StreamKey stream);
 
   // The live block holding `p`.
   bool find(const void* p, BlockInfo& out);
 
   // Waits for pending frees and every stream, then returns each segment
-  // without a live or pending block to the vendor.
+  // without a live or pending block to the vendor. The waits happen without
+  // the lock; a segment handed out meanwhile stays.
   accel_status_t empty_cache();
 
   // `stream` is about to be destroyed: its blocks (free or live) change to

@@ -35,6 +35,8 @@ inline const char* lookup_name(Lookup l) {
       return "kInside";
     case Lookup::kMissing:
       return "kMissing";
+    case Lookup::kStreamDead:
+      return "kStreamDead";
   }
   return "?";
 }
