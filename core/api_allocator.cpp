@@ -74,6 +74,20 @@ std::string native_snapshot(const Backend& b, int32_t device) {
 
 }  // namespace
 
+namespace {
+
+// The snapshot a call of this thread could not deliver (size query or
+// buffer too small), delivered by its next call: a thread allocating in a
+// tight loop cannot starve the query-then-fetch pattern.
+struct KeptSnapshot {
+  const Backend* backend = nullptr;
+  int32_t device = -1;
+  std::string text;
+};
+thread_local KeptSnapshot t_kept_snapshot;
+
+}  // namespace
+
 extern "C" {
 
 accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** ptr) {
@@ -210,6 +224,14 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
     if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
     if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    KeptSnapshot kept = std::move(t_kept_snapshot);
+    t_kept_snapshot = {};
+    if (kept.backend == b && kept.device == target && buffer != nullptr &&
+        capacity >= kept.text.size() + 1) {
+      std::memcpy(buffer, kept.text.c_str(), kept.text.size() + 1);
+      *length = kept.text.size();
+      return ACCEL_SUCCESS;
+    }
     DeviceMemory* m = find_device_memory(*b, target);
     std::string body;
     if (caching_allocator()) {
@@ -245,11 +267,14 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
     j["capacity"] = total;
     std::string text = j.dump();
     *length = text.size();
-    if (capacity == 0 && buffer == nullptr) return ACCEL_SUCCESS;
     if (capacity < text.size() + 1) {
+      // Kept for this thread's next call (accel.h): the fetch after a size
+      // query returns this text even if other threads allocate meanwhile.
+      t_kept_snapshot = {b, target, std::move(text)};
+      if (capacity == 0 && buffer == nullptr) return ACCEL_SUCCESS;
       return failf(ACCEL_ERROR_OUT_OF_RANGE,
                    "{}: the snapshot needs {} bytes with its NUL; capacity is {}", fn,
-                   text.size() + 1, capacity);
+                   *length + 1, capacity);
     }
     std::memcpy(buffer, text.c_str(), text.size() + 1);
     return ACCEL_SUCCESS;

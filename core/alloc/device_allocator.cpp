@@ -114,6 +114,8 @@ std::string format_bytes(uint64_t n) {
 struct DeviceAllocator::Impl {
   DeviceOps& ops;
   Config config;
+  // Guards everything below. Never held while waiting for device work
+  // (docs/architecture.md, "Locks and waits"): see the waits further down.
   std::mutex mutex;
   Stats stats;
   PoolSet small_pool, large_pool;

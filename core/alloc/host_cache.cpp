@@ -59,6 +59,8 @@ struct HostCache::Impl {
   explicit Impl(HostOps& o) : ops(o) {}
 
   HostOps& ops;
+  // Never held while waiting for device work (docs/architecture.md, "Locks
+  // and waits"): empty_cache waits for its blocks in the kWaiting state.
   std::mutex mu;
   // Every block the cache owns, by base address. Blocks on their way back to
   // the backend are removed first (and put back if the backend refuses).

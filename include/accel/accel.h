@@ -580,7 +580,11 @@ ACCEL_API accel_status_t accel_reset_accumulated_memory_stats(int32_t device);
  * terminated, and its length without the NUL to *length. When `capacity`
  * is smaller than *length + 1 nothing is written and the status is
  * ACCEL_ERROR_OUT_OF_RANGE (capacity 0 with buffer NULL asks for the
- * length; the snapshot may grow between the two calls). Statuses also:
+ * length). A call that does not deliver the snapshot (the length query, or
+ * OUT_OF_RANGE) keeps it for the calling thread: that thread's next call
+ * for the same device with capacity >= *length + 1 returns exactly it, so
+ * query-then-fetch takes two calls however fast other threads allocate (any
+ * other call of the thread drops it). Statuses also:
  * ACCEL_ERROR_INVALID_ARGUMENT (length NULL, buffer NULL with capacity > 0),
  * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE. Thread-safe.
  * torch.cuda.memory._snapshot. */

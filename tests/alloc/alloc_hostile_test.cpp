@@ -447,6 +447,142 @@ TEST_CASE("a destroyed stream's memory is not handed out while its work is queue
   check_consistent(stats(0));
 }
 
+// --- 3b. calls racing the destroy of their own stream ----------------------
+
+namespace {
+// The streams every segment of device 0's snapshot is filed under.
+std::vector<std::string> snapshot_streams() {
+  size_t len = 0;
+  accel_status_t st = accel_memory_snapshot(0, nullptr, 0, &len);
+  REQUIRE((st == ACCEL_SUCCESS || st == ACCEL_ERROR_OUT_OF_RANGE));
+  std::string text(len + 4096, '\0');
+  ok(accel_memory_snapshot(0, text.data(), text.size(), &len), "accel_memory_snapshot");
+  text.resize(len);
+  std::vector<std::string> out;
+  const std::string key = "\"stream\":\"";
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+    size_t from = at + key.size();
+    out.push_back(text.substr(from, text.find('"', from) - from));
+  }
+  return out;
+}
+
+std::string pointer_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+}  // namespace
+
+// accel_malloc_async, accel_free_async and accel_record_stream on a stream
+// another thread is destroying: each call either comes before the destroy
+// (which then moves its memory to the default stream) or is refused with
+// INVALID_ARGUMENT; memory is never filed under the dead stream.
+TEST_CASE("calls racing their stream's destroy file nothing under the dead stream",
+          "[destroy-race]") {
+  Watchdog dog("destroy-race", 120s);
+  accel_stream_t def = nullptr;
+  ok(accel_current_stream(0, &def), "accel_current_stream");
+  const std::string def_text = pointer_text(def);
+  std::atomic<int> refused{0}, unexpected{0};
+  int dead_filed = 0;
+  for (int round = 0; round < 1000; ++round) {
+    accel_stream_t s = nullptr;
+    ok(accel_stream_create(0, 0, &s), "accel_stream_create");
+    void* shared = nullptr;  // a default-stream block the racers record on s
+    ok(accel_malloc(0, 4096, &shared), "accel_malloc");
+    std::atomic<bool> go{false};
+    std::vector<std::thread> racers;
+    std::vector<std::vector<void*>> kept(3);
+    for (int t = 0; t < 3; ++t) {
+      racers.emplace_back([&, t] {
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < 40; ++i) {
+          void* p = nullptr;
+          accel_status_t st = accel_malloc_async(512 + 512 * (i % 7), s, &p);
+          if (st == ACCEL_SUCCESS) {
+            if (t == 0 || accel_free_async(p, s) != ACCEL_SUCCESS) kept[t].push_back(p);
+          } else {
+            (st == ACCEL_ERROR_INVALID_ARGUMENT ? refused : unexpected)++;
+          }
+          st = accel_record_stream(shared, s);
+          if (st != ACCEL_SUCCESS && st != ACCEL_ERROR_INVALID_ARGUMENT) ++unexpected;
+        }
+      });
+    }
+    go = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * (round % 20)));
+    ok(accel_stream_destroy(s), "accel_stream_destroy");
+    for (auto& r : racers) r.join();
+    REQUIRE(unexpected.load() == 0);  // Catch2 checks only on this thread
+    for (auto& k : kept)
+      for (void* p : k) ok(accel_free(p), "accel_free (a racer's block)");
+    ok(accel_free(shared), "accel_free shared");
+    ok(accel_synchronize(0), "accel_synchronize");
+    // The handle slot of s may come back on the next create: look now.
+    for (const std::string& owner : snapshot_streams()) {
+      if (owner != def_text) ++dead_filed;
+      if (owner != def_text) {
+        INFO("round " << round << ": a segment is filed under " << owner << " (dead stream "
+                      << pointer_text(s) << ", default " << def_text << ")");
+        CHECK(owner == def_text);
+      }
+    }
+    if (dead_filed > 0) break;
+  }
+  ok(accel_empty_cache(0), "accel_empty_cache");
+  check_consistent(stats(0));
+  std::printf("calls refused as racing the destroy: %d\n", refused.load());
+}
+
+// A thread that allocates in a tight loop with the history on grows the
+// snapshot between any two calls: query-then-fetch must still take exactly
+// two calls (accel.h, accel_memory_snapshot), not a retry loop it can lose.
+TEST_CASE("query-then-fetch of a snapshot takes two calls under allocation",
+          "[snapshot-bounded]") {
+  Watchdog dog("snapshot-bounded", 60s);
+  ok(accel_record_memory_history(1 << 20), "accel_record_memory_history");
+  std::atomic<bool> stop{false};
+  std::thread allocator([&] {
+    std::vector<void*> live;
+    while (!stop.load()) {
+      void* p = nullptr;
+      if (accel_malloc(0, 512 + 64 * (live.size() % 100), &p) == ACCEL_SUCCESS) live.push_back(p);
+      if (live.size() > 2000) {
+        for (void* q : live) accel_free(q);
+        live.clear();
+      }
+    }
+    for (void* q : live) accel_free(q);
+  });
+  int fetched = 0, grew = 0;
+  std::string buf;
+  for (int i = 0; i < 200; ++i) {
+    size_t len = 0;
+    ok(accel_memory_snapshot(0, nullptr, 0, &len), "accel_memory_snapshot (length)");
+    buf.assign(len + 1, '\0');
+    size_t got = 0;
+    accel_status_t st = accel_memory_snapshot(0, buf.data(), buf.size(), &got);
+    INFO("fetch " << i << " with capacity " << len + 1 << ": " << accel_status_name(st) << ": "
+                  << accel_last_error());
+    REQUIRE(st == ACCEL_SUCCESS);
+    REQUIRE(got == len);
+    REQUIRE(buf[0] == '{');
+    REQUIRE(buf[got - 1] == '}');
+    ++fetched;
+    // The next length query sees what was allocated meanwhile.
+    size_t now = 0;
+    ok(accel_memory_snapshot(0, nullptr, 0, &now), "accel_memory_snapshot (length again)");
+    grew += now != len;
+  }
+  stop = true;
+  allocator.join();
+  ok(accel_record_memory_history(0), "accel_record_memory_history (off)");
+  CHECK(fetched == 200);
+  std::printf("snapshots that changed between two calls: %d of 200\n", grew);
+  CHECK(grew > 0);  // the allocating thread did race the fetches
+}
+
 // --- 4. misuse changes nothing ----------------------------------------------
 
 TEST_CASE("double free, inner pointers, freed memory: clear errors, no change", "[misuse]") {
