@@ -264,6 +264,13 @@ accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
   return guarded("host_alloc", [&] {
     if (ptr == nullptr || bytes == 0 || flags != 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_alloc: ptr NULL, bytes 0 or flags set");
+    // The aligned operator new rounds `bytes` up to the alignment; where
+    // that wraps (libstdc++ does not check) it would return a tiny block.
+    size_t rounded = 0;
+    if (!accel::plugin::checked_round_up(bytes, kAllocAlignment, &rounded))
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                  "host_alloc: %zu bytes of host memory do not round up to a multiple of %zu",
+                  bytes, kAllocAlignment);
     void* p = ::operator new (bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
     if (p == nullptr)
       return fail(ACCEL_ERROR_OUT_OF_MEMORY, "host_alloc: %zu bytes of host memory", bytes);
