@@ -351,7 +351,7 @@ TEST_CASE("reduce_sum: local memory plus shared_bytes that would wrap is refused
     const std::string error = accel_last_error();
     INFO(error);
     CHECK(has(error, "1024 bytes of local memory arguments"));
-    CHECK(has(error, "shared_bytes " + std::to_string(shared)));
+    CHECK(has(error, ("shared_bytes " + std::to_string(shared)).c_str()));
   }
   CHECK(accel_stream_query(s) == ACCEL_SUCCESS);  // nothing was queued
 }
