@@ -106,7 +106,7 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
                   "launch_kernel: kernel '%s' takes %u arguments; the launch passes %zu",
                   k->name.c_str(), k->props.numKernelArgs, num_args);
     size_t last_local = num_args;  // index of the last LOCAL_MEMORY argument
-    uint64_t arg_bytes = 0;         // of the LOCAL_MEMORY arguments
+    uint64_t arg_bytes = 0;        // of the LOCAL_MEMORY arguments
     for (size_t i = 0; i < num_args; ++i) {
       if (args[i].kind != ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;
       last_local = i;

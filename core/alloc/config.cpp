@@ -65,9 +65,8 @@ bool parse_config(std::string_view text, Config& out, std::string& error) {
       if (!parse_unsigned(value, n) || n <= kMaxSplitFloorMb ||
           __builtin_mul_overflow(n, uint64_t{1} << 20, &bytes) ||
           bytes > static_cast<uint64_t>(PTRDIFF_MAX)) {
-        error = fmt::format("max_split_size_mb:{} is not a whole number of MiB above {} and at "
-                            "most {}",
-                            value, kMaxSplitFloorMb, kMaxSplitSizeMb);
+        error = fmt::format("max_split_size_mb:{} is not a whole number of MiB from {} to {}",
+                            value, kMaxSplitFloorMb + 1, kMaxSplitSizeMb);
         return false;
       }
       c.max_split_size = static_cast<size_t>(bytes);

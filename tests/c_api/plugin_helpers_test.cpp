@@ -296,8 +296,8 @@ void test_checked_sizes() {
   check(!checked_add<size_t>(SIZE_MAX, 1, &out) && out == 7, "checked_add SIZE_MAX + 1");
   check(checked_add<size_t>(SIZE_MAX - 1, 1, &out) && out == SIZE_MAX, "checked_add to SIZE_MAX");
   uint64_t bytes = 7;
-  check(checked_mul<uint64_t>(uint64_t{1} << 43, uint64_t{1} << 20, &bytes) &&
-            bytes == uint64_t{1} << 63,
+  const uint64_t two_63 = uint64_t{1} << 63;
+  check(checked_mul<uint64_t>(uint64_t{1} << 43, uint64_t{1} << 20, &bytes) && bytes == two_63,
         "checked_mul 2^43 MiB");
   bytes = 7;
   check(!checked_mul<uint64_t>(uint64_t{1} << 44, uint64_t{1} << 20, &bytes) && bytes == 7,
