@@ -394,7 +394,10 @@ ACCEL_API accel_status_t accel_event_device(accel_event_t event, int32_t* device
  * the vendor's allocations are). Counted in the device's
  * allocation statistics. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL or
  * bytes 0), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
- * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_OUT_OF_MEMORY (also a size whose rounding would overflow:
+ * above PTRDIFF_MAX with ACCEL_ALLOC_CONF=backend:native, a quarter of
+ * SIZE_MAX with the caching allocator; nothing changes),
+ * ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE. cuMemAlloc. */
 ACCEL_API accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr);
 
