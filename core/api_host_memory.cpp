@@ -91,6 +91,13 @@ accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr) {
     if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
     if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", fn);
     if (auto st = check_flags(fn, flags); st != ACCEL_SUCCESS) return st;
+    // No object is larger than PTRDIFF_MAX, and a vendor's rounding of a
+    // size near SIZE_MAX would wrap into a tiny block recorded as huge.
+    if (bytes > kMaxObjectBytes) {
+      return failf(ACCEL_ERROR_OUT_OF_MEMORY,
+                   "{}: {} bytes is more than any allocation can be (at most {} bytes)", fn, bytes,
+                   kMaxObjectBytes);
+    }
     Backend* b = nullptr;
     if (auto st = host_backend(fn, b); st != ACCEL_SUCCESS) return st;
     const bool caching = caching_allocator();

@@ -90,6 +90,14 @@ accel_status_t allocate_device_memory(const char* fn, Backend& b, int32_t device
                    vendor.empty() ? "" : "; the backend said: ", vendor);
     }
   } else {
+    // As accel_host_malloc: a size no object can have never reaches the
+    // vendor, whose rounding of it could wrap (the caching allocator
+    // refuses such sizes itself).
+    if (bytes > kMaxObjectBytes) {
+      return failf(ACCEL_ERROR_OUT_OF_MEMORY,
+                   "{}: {} bytes is more than any allocation can be (at most {} bytes)", fn, bytes,
+                   kMaxObjectBytes);
+    }
     auto st = call_plugin(b, "mem_alloc", [&] { return b.api.mem_alloc(device, bytes, &p); });
     if (st != ACCEL_SUCCESS) return st;
     if (p == nullptr) {

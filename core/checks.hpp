@@ -3,6 +3,9 @@
 // in this process and initialised. Inline: they sit on the dispatch path.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "accel/accel.h"
 #include "callbacks.hpp"
 #include "error.hpp"
@@ -10,6 +13,11 @@
 #include "runtime.hpp"
 
 namespace accel::core {
+
+// The largest size an allocation may ask for: no C or C++ object exceeds
+// PTRDIFF_MAX bytes, and a size above it is where vendor rounding to pages
+// or alignment starts to wrap (docs/security.md, "Sizes").
+inline constexpr size_t kMaxObjectBytes = static_cast<size_t>(PTRDIFF_MAX);
 
 // `s` is a live stream; ACCEL_ERROR_INVALID_ARGUMENT naming `fn` otherwise.
 inline accel_status_t check_stream(const char* fn, accel_stream_t s) {

@@ -165,11 +165,11 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
     if (huge || total > static_cast<uint64_t>(limits->shared_optin))
       return fail(ACCEL_ERROR_OUT_OF_MEMORY,
                   "kernel '%s' needs %s%llu bytes of shared memory per block (%d static + the "
-                  "dynamic: local memory arguments and shared_bytes); cuda device %d allows at "
-                  "most %d (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+                  "dynamic: local memory arguments and shared_bytes %zu); cuda device %d allows "
+                  "at most %d (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
                   k->name.c_str(), huge ? "over " : "",
                   huge ? 0xffffffffull : static_cast<unsigned long long>(total), k->static_shared,
-                  int(k->device), limits->shared_optin);
+                  shared_bytes, int(k->device), limits->shared_optin);
 
     // kernelParams: a pointer to each parameter's bytes.
     void* inline_params[kInlineParams];

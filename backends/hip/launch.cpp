@@ -263,17 +263,22 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
     accel_status_t st = k->params != nullptr ? pack_known(*k, args, num_args, packed)
                                              : pack_natural(*k, args, num_args, packed);
     if (st != ACCEL_SUCCESS) return st;
+    // packed.local is below 2^31 (add_local), so its rounding cannot wrap;
+    // the sums with the caller's shared_bytes are checked.
     const size_t local_end = packed.local == 0 ? 0 : align_up(packed.local, 16);
-    const size_t shared = local_end + shared_bytes;
     const size_t limit = static_cast<size_t>(limits.shared);
     const size_t fixed = static_cast<size_t>(k->static_shared_bytes);
-    if (shared_bytes > limit || shared > limit || fixed > limit - shared) {
+    size_t shared = 0, total = 0;
+    const bool fits = accel::plugin::checked_add(local_end, shared_bytes, &shared) &&
+                      accel::plugin::checked_add(fixed, shared, &total);
+    if (!fits || total > limit) {
+      // The operands, never a sum that wrapped.
       return fail(ACCEL_ERROR_OUT_OF_MEMORY,
-                  "kernel '%s' needs %zu bytes of shared memory (LDS) per block (%zu static, %zu "
+                  "kernel '%s' needs %s bytes of shared memory (LDS) per block (%zu static, %zu "
                   "for local memory arguments, %zu requested); device %d has %zu "
                   "(hipDeviceAttributeMaxSharedMemoryPerBlock)",
-                  k->name.c_str(), fixed + local_end + shared_bytes, fixed, local_end, shared_bytes,
-                  static_cast<int>(device), limit);
+                  k->name.c_str(), fits ? format("%zu", total).c_str() : "more than SIZE_MAX",
+                  fixed, local_end, shared_bytes, static_cast<int>(device), limit);
     }
 
     size_t arg_size = packed.size;

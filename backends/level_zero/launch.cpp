@@ -9,6 +9,8 @@
 // "Modules and kernels").
 #include "backend.hpp"
 
+#include <algorithm>
+
 namespace accel::level_zero {
 
 namespace {
@@ -50,13 +52,14 @@ accel_status_t check_limits(const Kernel* k, accel_dim3_t grid, accel_dim3_t blo
                 "(reqd_work_group_size); block is (%u, %u, %u)",
                 k->name.c_str(), p.requiredGroupSizeX, p.requiredGroupSizeY, p.requiredGroupSizeZ,
                 block.x, block.y, block.z);
-  const uint64_t total = local_bytes + p.localMemSize;
-  if (total > c.maxSharedLocalMemory)
+  uint64_t total = 0;
+  if (!accel::plugin::checked_add<uint64_t>(local_bytes, p.localMemSize, &total) ||
+      total > c.maxSharedLocalMemory)
     return fail(ACCEL_ERROR_OUT_OF_MEMORY,
                 "launch_kernel: kernel '%s' needs %llu bytes of local memory per block (%llu "
                 "from its arguments and shared_bytes, %u declared by the kernel), over %s's "
                 "maxSharedLocalMemory (%u)",
-                k->name.c_str(), static_cast<unsigned long long>(total),
+                k->name.c_str(), static_cast<unsigned long long>(std::max(total, local_bytes)),
                 static_cast<unsigned long long>(local_bytes), p.localMemSize, k->dev->label(),
                 c.maxSharedLocalMemory);
   return ACCEL_SUCCESS;
@@ -103,12 +106,26 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
                   "launch_kernel: kernel '%s' takes %u arguments; the launch passes %zu",
                   k->name.c_str(), k->props.numKernelArgs, num_args);
     size_t last_local = num_args;  // index of the last LOCAL_MEMORY argument
-    uint64_t local_bytes = shared_bytes;
+    uint64_t arg_bytes = 0;        // of the LOCAL_MEMORY arguments
     for (size_t i = 0; i < num_args; ++i) {
       if (args[i].kind != ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;
       last_local = i;
-      local_bytes += args[i].size;
+      if (!accel::plugin::checked_add<uint64_t>(arg_bytes, args[i].size, &arg_bytes))
+        return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                    "launch_kernel: kernel '%s': local memory argument %zu (%zu bytes) on top of "
+                    "%llu bytes of earlier ones is more than a size can hold",
+                    k->name.c_str(), i, args[i].size, static_cast<unsigned long long>(arg_bytes));
     }
+    // The last LOCAL_MEMORY argument is set to its size plus shared_bytes:
+    // a sum that wrapped would hand the driver a small buffer.
+    uint64_t local_bytes = 0;
+    if (!accel::plugin::checked_add<uint64_t>(arg_bytes, shared_bytes, &local_bytes))
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                  "launch_kernel: kernel '%s': %llu bytes of local memory arguments plus "
+                  "shared_bytes %zu is more than a size can hold; %s has %u bytes of local "
+                  "memory per group (maxSharedLocalMemory)",
+                  k->name.c_str(), static_cast<unsigned long long>(arg_bytes), shared_bytes,
+                  k->dev->label(), k->limits.maxSharedLocalMemory);
     if (shared_bytes > 0 && last_local == num_args)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "launch_kernel: kernel '%s': shared_bytes is %zu, but Level Zero has no dynamic "

@@ -58,12 +58,18 @@ bool parse_config(std::string_view text, Config& out, std::string& error) {
         c.max_split_size = SIZE_MAX;
         continue;
       }
-      if (!parse_unsigned(value, n) || n <= kMaxSplitFloorMb || n > (SIZE_MAX >> 20)) {
-        error = fmt::format("max_split_size_mb:{} is not a whole number of MiB above {}", value,
-                            kMaxSplitFloorMb);
+      // The MiB -> bytes multiply is checked, and the bytes must fit the
+      // int64 max_split_size statistic (where -1 means unlimited): no
+      // larger split limit is meaningful for an allocation (PTRDIFF_MAX).
+      uint64_t bytes = 0;
+      if (!parse_unsigned(value, n) || n <= kMaxSplitFloorMb ||
+          __builtin_mul_overflow(n, uint64_t{1} << 20, &bytes) ||
+          bytes > static_cast<uint64_t>(PTRDIFF_MAX)) {
+        error = fmt::format("max_split_size_mb:{} is not a whole number of MiB from {} to {}",
+                            value, kMaxSplitFloorMb + 1, kMaxSplitSizeMb);
         return false;
       }
-      c.max_split_size = static_cast<size_t>(n) << 20;
+      c.max_split_size = static_cast<size_t>(bytes);
     } else if (key == "garbage_collection_threshold") {
       double f = 0;
       // 0 is "off", the default (what describe() writes when it is off).

@@ -13,6 +13,9 @@ namespace accel::alloc {
 // max_split_size_mb must be above this (a 20 MiB large segment must stay
 // splittable).
 inline constexpr uint64_t kMaxSplitFloorMb = 20;
+// The largest max_split_size_mb: its bytes fit in PTRDIFF_MAX (and the
+// int64 statistic).
+inline constexpr uint64_t kMaxSplitSizeMb = static_cast<uint64_t>(PTRDIFF_MAX) >> 20;
 
 struct Config {
   bool caching = true;  // backend:caching (default) or backend:native

@@ -394,7 +394,10 @@ ACCEL_API accel_status_t accel_event_device(accel_event_t event, int32_t* device
  * the vendor's allocations are). Counted in the device's
  * allocation statistics. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL or
  * bytes 0), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
- * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_OUT_OF_MEMORY (also a size whose rounding would overflow:
+ * above PTRDIFF_MAX with ACCEL_ALLOC_CONF=backend:native, a quarter of
+ * SIZE_MAX with the caching allocator; nothing changes),
+ * ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE. cuMemAlloc. */
 ACCEL_API accel_status_t accel_malloc(int32_t device, size_t bytes, void** ptr);
 
@@ -860,7 +863,9 @@ ACCEL_API accel_status_t accel_stream_from_native(int32_t device,
  * accel_memory_stats. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (ptr NULL,
  * bytes 0, unknown flags), ACCEL_ERROR_NO_ACCELERATOR,
  * ACCEL_ERROR_NOT_SUPPORTED (the backend has no host memory: ABI 1.0 or
- * without ACCEL_CAP_HOST_MEMORY), ACCEL_ERROR_OUT_OF_MEMORY,
+ * without ACCEL_CAP_HOST_MEMORY), ACCEL_ERROR_OUT_OF_MEMORY (also bytes
+ * above PTRDIFF_MAX, refused before the backend sees them: no rounding of
+ * such a size can be trusted not to wrap; nothing changes),
  * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
  * cudaMallocHost / cuMemHostAlloc. */
 ACCEL_API accel_status_t accel_host_malloc(size_t bytes, uint32_t flags, void** ptr);
@@ -1185,7 +1190,10 @@ typedef struct accel_kernel_arg_s {
  * wrong argument count, kind or size, a LOCAL_MEMORY size 0);
  * ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or backend, device
  * pointer of another device); ACCEL_ERROR_OUT_OF_MEMORY (shared/local memory
- * over the device's limit); ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
+ * over the device's limit, including local memory arguments plus
+ * shared_bytes whose sum does not fit in a size_t: the message names the
+ * operands, never a wrapped sum); ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE.
  * Nothing is queued on failure. Thread-safe. (cuLaunchKernel,
  * hipModuleLaunchKernel, zeCommandListAppendLaunchKernel,
  * clEnqueueNDRangeKernel, urEnqueueKernelLaunch with launch arguments.) */

@@ -349,7 +349,10 @@ typedef struct accel_plugin_api {
    *     ACCEL_PLUGIN_CAP_HOST_MEMORY) -------------------------------------- */
 
   /* Page-locked host memory usable for asynchronous copies with every device
-   * of the backend. flags is 0. The core tracks the allocation. */
+   * of the backend. flags is 0. The core tracks the allocation. bytes is at
+   * most PTRDIFF_MAX (the core refuses more); a plugin rounding it up to a
+   * page or alignment checks that rounding for overflow (OUT_OF_MEMORY where
+   * it would wrap), as every size it computes from the caller's. */
   accel_status_t (*host_alloc)(size_t bytes, uint32_t flags, void** ptr);
   /* Free a host_alloc pointer (the core checked it is one, at its start). */
   accel_status_t (*host_free)(void* ptr);
@@ -449,7 +452,9 @@ typedef struct accel_plugin_api {
    * arguments against kernel_get_params (when it answered). The plugin
    * checks the device's grid and block limits (ACCEL_ERROR_INVALID_ARGUMENT,
    * the detail naming the limit) and local memory (OUT_OF_MEMORY) before
-   * queueing anything, and copies what it needs of `args`: the caller's
+   * queueing anything; sums of the LOCAL_MEMORY sizes and shared_bytes are
+   * checked for overflow (accel::plugin::checked_add) and a refusal names
+   * the operands, never a wrapped sum; and copies what it needs of `args`: the caller's
    * array is gone when launch_kernel returns. Thread-safe on one kernel:
    * two threads may launch it at once (the OpenCL model of setting
    * arguments on a shared kernel object is the plugin's to serialise).

@@ -65,6 +65,36 @@
 
 namespace accel::plugin {
 
+// Size arithmetic on values a caller passed (sizes, counts, offsets): each
+// stores the exact result in *out and returns true, or returns false and
+// leaves *out alone where the result does not fit in T. A plugin checks
+// every such `a + b`, `a * b` and rounding before using it, and reports the
+// operands rather than a wrapped result (docs/security.md, "Sizes").
+template <typename T>
+[[nodiscard]] constexpr bool checked_add(T a, T b, T* out) noexcept {
+  T r{};
+  if (__builtin_add_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
+
+template <typename T>
+[[nodiscard]] constexpr bool checked_mul(T a, T b, T* out) noexcept {
+  T r{};
+  if (__builtin_mul_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
+
+// `v` rounded up to a multiple of `align` (> 0).
+template <typename T>
+[[nodiscard]] constexpr bool checked_round_up(T v, T align, T* out) noexcept {
+  T r{};
+  if (!checked_add<T>(v, align - 1, &r)) return false;
+  *out = r / align * align;
+  return true;
+}
+
 namespace detail {
 
 // printf into a std::string. Throws std::bad_alloc like any string; callers

@@ -94,6 +94,13 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
     if (bytes == 0) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "mem_alloc: bytes is 0");
     Device* dev;
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+    // ACCEL_SIM_MEMORY may be up to SIZE_MAX: the aligned operator new's
+    // rounding must not wrap (see host_alloc).
+    size_t rounded = 0;
+    if (!accel::plugin::checked_round_up(bytes, kAllocAlignment, &rounded))
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                  "mem_alloc: %zu bytes do not round up to a multiple of %zu", bytes,
+                  kAllocAlignment);
 
     // Reserve the bytes first so concurrent allocations cannot together
     // exceed the device's capacity; give them back if the host says no.
@@ -264,6 +271,13 @@ accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
   return guarded("host_alloc", [&] {
     if (ptr == nullptr || bytes == 0 || flags != 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_alloc: ptr NULL, bytes 0 or flags set");
+    // The aligned operator new rounds `bytes` up to the alignment; where
+    // that wraps (libstdc++ does not check) it would return a tiny block.
+    size_t rounded = 0;
+    if (!accel::plugin::checked_round_up(bytes, kAllocAlignment, &rounded))
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                  "host_alloc: %zu bytes of host memory do not round up to a multiple of %zu",
+                  bytes, kAllocAlignment);
     void* p = ::operator new (bytes, std::align_val_t{kAllocAlignment}, std::nothrow);
     if (p == nullptr)
       return fail(ACCEL_ERROR_OUT_OF_MEMORY, "host_alloc: %zu bytes of host memory", bytes);

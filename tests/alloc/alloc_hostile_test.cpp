@@ -755,6 +755,31 @@ void native_free_async_own(void* u) {
 }
 }  // namespace
 
+// Issue #31: with ACCEL_SIM_MEMORY=SIZE_MAX nothing stopped accel_malloc
+// (SIZE_MAX) before sim's aligned operator new, whose rounding wrapped into
+// a tiny block recorded as SIZE_MAX bytes.
+TEST_CASE("backend:native: device sizes near SIZE_MAX are refused and change nothing",
+          "[native-huge]") {
+  Watchdog dog("native-huge", 60s);
+  REQUIRE(std::string(accel_get_allocator_backend()) == "native");
+  const int64_t before = stats(0)["allocated_bytes.all.current"];
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255, SIZE_MAX / 2 + 1}) {
+    INFO(bytes << " bytes");
+    void* p = reinterpret_cast<void*>(uintptr_t{0x1});
+    const accel_status_t st = accel_malloc(0, bytes, &p);
+    const std::string error = accel_last_error();
+    INFO(accel_status_name(st) << ": " << error);
+    if (st == ACCEL_SUCCESS) {
+      ok(accel_free(p), "accel_free of the wrapped block");
+      FAIL("accel_malloc(" << bytes << ") succeeded");
+    }
+    CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY);
+    CHECK(error.find(std::to_string(bytes)) != std::string::npos);
+    CHECK(p == reinterpret_cast<void*>(uintptr_t{0x1}));
+  }
+  CHECK(stats(0)["allocated_bytes.all.current"] == before);
+}
+
 TEST_CASE("backend:native: free_async waits for its stream, record_stream is a no-op", "[native]") {
   Watchdog dog("native", 60s);
   REQUIRE(std::string(accel_get_allocator_backend()) == "native");

@@ -44,6 +44,9 @@ TEST_CASE("parse_config accepts every key", "[alloc][config]") {
   CHECK_FALSE(parsed("backend:native").caching);
   CHECK(parsed("max_split_size_mb:21").max_split_size == 21 * kMiB);
   CHECK(parsed("max_split_size_mb:1024").max_split_size == kGiB);
+  // The largest: its bytes are at most PTRDIFF_MAX.
+  CHECK(parsed("max_split_size_mb:8796093022207").max_split_size ==
+        (static_cast<size_t>(PTRDIFF_MAX) >> 20) << 20);
   CHECK(parsed("garbage_collection_threshold:0.6").garbage_collection_threshold == 0.6);
   CHECK(parsed("garbage_collection_threshold:0.01").garbage_collection_threshold == 0.01);
   // 0 is off, the default, and what describe() writes for it.
@@ -83,6 +86,12 @@ TEST_CASE("parse_config refuses invalid settings whole", "[alloc][config]") {
       {"max_split_size_mb:-30", "max_split_size_mb", "-30"},
       {"max_split_size_mb:21x", "max_split_size_mb", "21x"},
       {"max_split_size_mb:18446744073709551616", "max_split_size_mb", ""},
+      // MiB whose bytes do not fit: the multiply wraps (2^44 MiB) or the
+      // bytes exceed PTRDIFF_MAX and the int64 statistic (2^44 - 1 read as
+      // -1048576 bytes before the check).
+      {"max_split_size_mb:17592186044416", "max_split_size_mb", "17592186044416"},
+      {"max_split_size_mb:17592186044415", "max_split_size_mb", "17592186044415"},
+      {"max_split_size_mb:8796093022208", "max_split_size_mb", "8796093022208"},
       {"garbage_collection_threshold:1", "garbage_collection_threshold", ""},
       {"garbage_collection_threshold:1.5", "garbage_collection_threshold", "1.5"},
       {"garbage_collection_threshold:-0.5", "garbage_collection_threshold", "-0.5"},

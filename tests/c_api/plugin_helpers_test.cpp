@@ -282,6 +282,37 @@ void test_holds() {
 
 }  // namespace
 
+// The overflow-checked size arithmetic (docs/security.md, "Sizes"): exact
+// results are stored, results that do not fit are refused with *out unchanged.
+void test_checked_sizes() {
+  using accel::plugin::checked_add;
+  using accel::plugin::checked_mul;
+  using accel::plugin::checked_round_up;
+  size_t out = 7;
+  check(checked_add<size_t>(1024, 16, &out) && out == 1040, "checked_add 1024 + 16");
+  out = 7;
+  check(!checked_add<size_t>(1024, SIZE_MAX - 8, &out) && out == 7,
+        "checked_add 1024 + SIZE_MAX - 8 is refused, out unchanged");
+  check(!checked_add<size_t>(SIZE_MAX, 1, &out) && out == 7, "checked_add SIZE_MAX + 1");
+  check(checked_add<size_t>(SIZE_MAX - 1, 1, &out) && out == SIZE_MAX, "checked_add to SIZE_MAX");
+  uint64_t bytes = 7;
+  const uint64_t two_63 = uint64_t{1} << 63;
+  check(checked_mul<uint64_t>(uint64_t{1} << 43, uint64_t{1} << 20, &bytes) && bytes == two_63,
+        "checked_mul 2^43 MiB");
+  bytes = 7;
+  check(!checked_mul<uint64_t>(uint64_t{1} << 44, uint64_t{1} << 20, &bytes) && bytes == 7,
+        "checked_mul 2^44 MiB is refused");
+  check(checked_round_up<size_t>(1, 256, &out) && out == 256, "checked_round_up 1 to 256");
+  check(checked_round_up<size_t>(512, 256, &out) && out == 512, "checked_round_up 512 to 256");
+  check(checked_round_up<size_t>(SIZE_MAX - 255, 256, &out) && out == SIZE_MAX - 255,
+        "checked_round_up of the largest multiple of 256");
+  out = 7;
+  check(!checked_round_up<size_t>(SIZE_MAX, 256, &out) && out == 7,
+        "checked_round_up SIZE_MAX to 256 is refused");
+  check(!checked_round_up<size_t>(SIZE_MAX - 254, 256, &out) && out == 7,
+        "checked_round_up SIZE_MAX - 254 to 256 is refused");
+}
+
 int main() {
   accel_host_services_t table = full_table();
   test_entry(&table);
@@ -291,6 +322,7 @@ int main() {
   test_vendor_fail();
   test_vendor_library();
   test_holds();
+  test_checked_sizes();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -337,6 +337,35 @@ TEST_CASE("pinned host memory and pointer attributes", "[interop]") {
   CHECK(after.allocation_count == before.allocation_count);
 }
 
+// Issue #31: a size near SIZE_MAX wrapped in the vendor's (or the fake's,
+// or sim's) rounding to its alignment under backend:native: a tiny block
+// came back, recorded as SIZE_MAX bytes.
+TEST_CASE("pinned host memory sizes near SIZE_MAX are refused and change nothing", "[interop]") {
+  ThreadStateGuard guard;
+  if (!has_cap(ACCEL_CAP_HOST_MEMORY)) return;
+  const auto before = host_stats();
+  const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4095, SIZE_MAX / 2 + 1};
+  for (size_t bytes : huge) {
+    INFO(bytes << " bytes");
+    void* p = reinterpret_cast<void*>(uintptr_t{0x1});
+    const accel_status_t st = accel_host_malloc(bytes, 0, &p);
+    const std::string error = accel_last_error();
+    INFO(accel_status_name(st) << ": " << error);
+    if (st == ACCEL_SUCCESS) {
+      CHECK(attributes_of(p).size == bytes);  // what the wrapped block claimed
+      ACCEL_CHECK_OK(accel_host_free(p));
+      FAIL("accel_host_malloc(" << bytes << ") succeeded");
+    }
+    CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY);
+    CHECK(error.find(std::to_string(bytes)) != std::string::npos);
+    CHECK(p == reinterpret_cast<void*>(uintptr_t{0x1}));
+  }
+  const auto after = host_stats();
+  CHECK(after.allocated_bytes == before.allocated_bytes);
+  CHECK(after.allocation_count == before.allocation_count);
+  CHECK(after.total_allocations == before.total_allocations);
+}
+
 TEST_CASE("copies between devices", "[interop]") {
   ThreadStateGuard guard;
   check_absent(ACCEL_CAP_PEER_COPY, "peer copies", [] {

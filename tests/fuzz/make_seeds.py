@@ -81,7 +81,27 @@ def event_dead(i):
     return bytes([5, i])
 
 
+def size64(n):       # any size: pick_size's default branch reads 8 bytes
+    return bytes([15]) + struct.pack("<Q", n)
+
+
+SIZE_MAX = (1 << 64) - 1
+
 SEEDS = {
+    # Sizes near SIZE_MAX, where rounding and sums wrap (sizes.dict has
+    # more): every allocation must fail and change nothing.
+    "seed-sizes": b"".join([
+        op("malloc", dev(0), size64(SIZE_MAX), 1),
+        op("malloc", dev(0), size64(SIZE_MAX - 1), 1),
+        op("malloc", dev(1), size64(SIZE_MAX - 255), 1),
+        op("malloc", dev(0), size64(1 << 63), 1),
+        op("stream_create", dev(0), 0, 1),
+        op("malloc_async", stream_created(0), size64(SIZE_MAX - 4095), 1),
+        op("malloc", dev(0), size16(4096), 1),
+        op("memset", STREAM_NULL, alloc(0), 1, 0x5A, 0),
+        op("verify", 0),
+        op("memory_stats", dev(0), 1, 11),
+    ]),
     # Allocate on two devices, fill, copy host->device->device->host, verify.
     "seed-memory": b"".join([
         op("malloc", dev(0), size16(4096), 1),

@@ -461,6 +461,36 @@ TEST_CASE("modules: unknown kernels and bad launches are refused with nothing qu
   OK(accel_module_unload(l.module));
 }
 
+// Issue #31: the local memory arguments plus shared_bytes near SIZE_MAX
+// wrapped to a small total; the message showed that total.
+TEST_CASE("modules: local memory plus shared_bytes that would wrap is refused with the operands",
+          "[modules]") {
+  const accel_module_image_t* im = amd_image("wrapping shared memory");
+  if (im == nullptr) return;
+  Load l = load({*im});
+  INFO(l.error);
+  REQUIRE(l.status == ACCEL_SUCCESS);
+  Stream s;
+  const uint32_t n = 64;
+  Mem dx(0, n * 4), dz(0, n * 4);
+  const int runs_before = kernels_run();
+  accel_kernel_t reduce = kernel(l.module, "reduce_sum");
+  const accel_kernel_arg_t args[] = {ptr(dx.p), ptr(dz.p), local(1024), val(n)};
+  for (size_t shared : {SIZE_MAX - 8, SIZE_MAX, SIZE_MAX - 1023}) {
+    INFO("shared_bytes " << shared);
+    auto cfg = config({1, 1, 1}, {64, 1, 1}, s.s, shared);
+    CHECK(accel_launch_kernel(reduce, &cfg, args, 4) == ACCEL_ERROR_OUT_OF_MEMORY);
+    const std::string error = accel_last_error();
+    INFO(error);
+    CHECK(has(error, "more than SIZE_MAX"));
+    CHECK(has(error, "1024 for local memory arguments"));
+    CHECK(has(error, std::to_string(shared) + " requested"));
+  }
+  OK(accel_stream_synchronize(s.s));
+  CHECK(kernels_run() == runs_before);  // nothing ran
+  OK(accel_module_unload(l.module));
+}
+
 TEST_CASE("modules: a code object without metadata still launches and the runtime checks it",
           "[modules]") {
   const accel_module_image_t* im = amd_image("no metadata");

@@ -332,6 +332,30 @@ TEST_CASE("reduce_sum: a local memory argument; with and without shared_bytes",
   CHECK(accel_stream_query(s) == ACCEL_SUCCESS);  // nothing was queued
 }
 
+// Issue #31: the local memory argument plus shared_bytes near SIZE_MAX
+// wrapped (1024 + SIZE_MAX - 8 = 1015 bytes) and the launch was queued.
+TEST_CASE("reduce_sum: local memory plus shared_bytes that would wrap is refused",
+          "[modules][modules-intercept]") {
+  const accel_module_image_t* im = spirv_image();
+  if (im == nullptr) return;
+  Module mod(im);
+  accel_kernel_t k = mod.kernel("reduce_sum");
+  Stream s;
+  const uint32_t n = 64;
+  Buffer<float> din(n), part(1);
+  const accel_kernel_arg_t args[] = {pointer(din.p), pointer(part.p), local(1024), value(n)};
+  for (size_t shared : {SIZE_MAX - 8, SIZE_MAX, SIZE_MAX - 1023}) {
+    INFO("shared_bytes " << shared);
+    const accel_launch_config_t cfg = config({1, 1, 1}, {64, 1, 1}, s, shared);
+    CHECK(accel_launch_kernel(k, &cfg, args, 4) == ACCEL_ERROR_OUT_OF_MEMORY);
+    const std::string error = accel_last_error();
+    INFO(error);
+    CHECK(has(error, "1024 bytes of local memory arguments"));
+    CHECK(has(error, ("shared_bytes " + std::to_string(shared)).c_str()));
+  }
+  CHECK(accel_stream_query(s) == ACCEL_SUCCESS);  // nothing was queued
+}
+
 TEST_CASE("index_3d: 1-D; 2-D and 3-D grids", "[modules][modules-intercept]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;

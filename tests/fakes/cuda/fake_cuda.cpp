@@ -1001,7 +1001,10 @@ CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   const unsigned known =
       CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
   if (pp == nullptr || bytesize == 0 || (Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
-  void* p = std::aligned_alloc(4096, (bytesize + 4095) / 4096 * 4096);  // whole pages
+  // Whole pages; a size that does not round up to one is more than any
+  // machine has (the driver's answer: out of memory).
+  if (bytesize > SIZE_MAX - 4095) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = std::aligned_alloc(4096, (bytesize + 4095) / 4096 * 4096);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   Model& m = model();
   std::lock_guard lock(m.m);

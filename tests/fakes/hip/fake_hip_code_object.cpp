@@ -68,7 +68,9 @@ hipError_t read_code_object(const void* image, CodeObject& out) {
   // The image's extent: everything the headers point at.
   uint64_t extent = 64;
   auto cover = [&](uint64_t off, uint64_t len) {
-    if (off + len > extent) extent = off + len;
+    // Saturating: an offset near 2^64 must not wrap into a small extent.
+    const uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+    if (end > extent) extent = end;
   };
   cover(shoff, shnum * 64);
   cover(phoff, phnum * 56);

@@ -724,6 +724,8 @@ ze_result_t fMemAllocHost(ze_context_handle_t ctx, const ze_host_mem_alloc_desc_
   if (alignment != 0 && (alignment & (alignment - 1)) != 0)
     return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
   size_t align = alignment > 64 ? alignment : 64;
+  // A size that does not round up to the alignment is more than any host has.
+  if (size > SIZE_MAX - (align - 1)) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   size_t rounded = (size + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
