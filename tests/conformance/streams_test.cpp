@@ -501,3 +501,45 @@ TEST_CASE("accel_synchronize waits for the work of a stream destroyed before it"
                              "for");
   }
 }
+
+// The same rule without host functions: the stream's last reference goes
+// with the destroy while its copies (large enough to take milliseconds) are
+// still running on the device, so nothing but the backend's record of the
+// destroyed stream's work can make accel_synchronize wait for them. (A
+// backend that skips them can still pass when the copies happen to finish
+// first; a right one never fails.)
+TEST_CASE("accel_synchronize waits for copies of a stream destroyed right after queueing them",
+          "[streams][destroy]") {
+  if (!need_group(globals().memory)) return;
+  constexpr size_t kBytes = 32u << 20;
+  constexpr size_t kSetBytes = 4096;
+  constexpr unsigned char kSet = 0x3c;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    std::vector<unsigned char> src(kBytes), want(kBytes), got(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<unsigned char>(i * 13 + d + 5);
+    want = src;
+    std::memset(want.data() + kBytes - kSetBytes, kSet, kSetBytes);
+    DeviceMem mem(d, kBytes);
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_create(d, 0, &s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(mem.get(), src.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    ACCEL_REQUIRE_OK(accel_memset_async(mem.bytes() + kBytes - kSetBytes, kSet, kSetBytes, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(got.data(), mem.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    {
+      Deadline watchdog("accel_stream_destroy", kLaunchLimit, kDestroyAtOnce);
+      ACCEL_REQUIRE_OK(accel_stream_destroy(s));
+    }
+    ACCEL_REQUIRE_OK(synchronize(d));
+    const bool copied = got == want;
+    INFO("accel_synchronize(" << d << ") must wait for all work submitted to the device, that "
+                              "of streams destroyed since included (as cudaDeviceSynchronize)");
+    CHECK(copied);
+    if (!copied)
+      accel_test::wait_until([&] { return got == want; },
+                             "the copies of a destroyed stream that accel_synchronize did not "
+                             "wait for");
+  }
+}
