@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <new>
 #include <thread>
 
@@ -275,6 +277,77 @@ void take_finished(Device* dev, std::vector<Device::Retired>& done) {
   }
 }
 
+// Releases each retired queue soon after its marker completed, without
+// waiting for a later destroy or device_synchronize to notice: a program's
+// own queue (stream_from_native) goes back to the references it had. One
+// thread for the process, started by the first retirement and never
+// stopped (it sleeps when there is nothing to wait for); never destroyed,
+// as the host-function executor.
+struct Reaper {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<Device*, cl_event>> pending;  // the reaper's own marker references
+  bool started = false;
+};
+
+Reaper& reaper() {
+  static auto* r = new Reaper();
+  return *r;
+}
+
+void reaper_loop() {
+  Reaper& r = reaper();
+  for (;;) {
+    std::pair<Device*, cl_event> next;
+    {
+      std::unique_lock<std::mutex> lock(r.mu);
+      r.cv.wait(lock, [&] { return !r.pending.empty(); });
+      next = r.pending.front();
+      r.pending.pop_front();
+    }
+    // The marker's own failure is the destroyed stream's: nobody to tell.
+    cl_event marker = next.second;
+    cl_int err = clWaitForEvents(1, &marker);
+    cl_int status = CL_COMPLETE;
+    if (err == CL_SUCCESS)
+      clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+    // clWaitForEvents may return early (PoCL's basic device): poll then.
+    while (status > CL_COMPLETE && err == CL_SUCCESS) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      err = clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                           nullptr);
+    }
+    clReleaseEvent(marker);
+    std::vector<Device::Retired> done;
+    try {
+      std::lock_guard<std::mutex> lock(next.first->mu);
+      take_finished(next.first, done);
+    } catch (const std::bad_alloc&) {
+      // A later destroy or device_synchronize releases them.
+    }
+    for (const auto& d : done) release_retired(d);
+  }
+}
+
+// Hands `marker` (one reference, the reaper's) to the reaper thread; false
+// when it cannot take it (no thread, no memory): the caller releases it and
+// a later destroy or device_synchronize releases the queue.
+bool reap_later(Device* dev, cl_event marker) {
+  Reaper& r = reaper();
+  try {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.started) {
+      std::thread(reaper_loop).detach();
+      r.started = true;
+    }
+    r.pending.emplace_back(dev, marker);
+  } catch (...) {
+    return false;
+  }
+  r.cv.notify_one();
+  return true;
+}
+
 // Gives up the state's one reference of `queue` (the creation's for accel's
 // own queues, the program's for a queue given with
 // ACCEL_NATIVE_TAKE_OWNERSHIP, the one stream_from_native took with
@@ -291,6 +364,9 @@ void retire_queue(Device* dev, cl_command_queue queue) {
                        "(destroying a stream: device_synchronize will not wait for its last "
                        "commands)");
   }
+  // The reaper's reference, taken before the entry is published: once it
+  // is in dev->retired another thread may release the list's.
+  if (marker != nullptr) clRetainEvent(marker);
   std::vector<Device::Retired> done;
   bool kept = false;
   try {
@@ -306,8 +382,14 @@ void retire_queue(Device* dev, cl_command_queue queue) {
                        "device_synchronize)");
   }
   for (const auto& r : done) release_retired(r);
-  if (kept) return;
-  if (marker != nullptr) clReleaseEvent(marker);
+  if (kept) {
+    if (!reap_later(dev, marker)) clReleaseEvent(marker);
+    return;
+  }
+  if (marker != nullptr) {
+    clReleaseEvent(marker);  // the reaper's
+    clReleaseEvent(marker);
+  }
   err = clReleaseCommandQueue(queue);
   if (err != CL_SUCCESS)
     log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(destroying a stream)");
