@@ -79,9 +79,9 @@ class Stream {
   // stop(), so joining it returns at once. A wrapper without ownership runs
   // nothing of its own: always true.
   bool finished();
-  // stop(), then joins the worker. Idempotent; called by the destructor,
-  // which the device runs only once finished() (reap_drained) or for a
-  // stream that never had work, so it never waits for queued work.
+  // stop(), then joins the worker. Idempotent; called by the destructor. A
+  // destroyed stream is freed only once finished() (reap_drained), so the
+  // join returns at once and never waits for queued work.
   void shutdown();
 
   // At least `bytes` of memory aligned to kLocalAlignment, owned by this
