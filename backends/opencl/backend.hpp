@@ -110,6 +110,16 @@ struct Device {
   cl_context context = nullptr;
   Stream* default_stream = nullptr;
   std::vector<Stream*> streams;        // every live stream state, the default included
+  // Queues of stream states gone (stream_destroy): OpenCL still runs the
+  // commands of a released queue, but device_synchronize must wait for
+  // them (all work submitted to the device, as cudaDeviceSynchronize), so
+  // each keeps its one reference and a marker after its last command until
+  // the marker has completed (streams.cpp: retire_queue, finish_retired).
+  struct Retired {
+    cl_command_queue queue = nullptr;  // one reference owned
+    cl_event marker = nullptr;         // one reference owned
+  };
+  std::vector<Retired> retired;
   cl_command_queue staging = nullptr;  // the plugin's own queue for staged peer copies
 
   // Guarded by the allocation registry's lock (memory.cpp).
@@ -264,6 +274,9 @@ void stream_defer_error(Stream* s, accel_status_t st, const std::string& message
 // Everything submitted to the stream has completed (after its gate is open);
 // reports a deferred submission's failure.
 accel_status_t stream_finish(Stream* s);
+// Everything submitted to the queues of destroyed streams of `dev` has
+// completed; then releases the queues that are done. Takes dev->mu.
+accel_status_t finish_retired(Device* dev);
 
 // hostfn.cpp
 // Submits a host function: a marker whose completion hands fn to a worker,

@@ -199,6 +199,10 @@ accel_status_t op_device_synchronize(int32_t device) {
       if (r != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = r;
       stream_unref(s);
     }
+    // Then the queues of destroyed streams, a stream whose last reference
+    // went in the loop above included: their commands are device work too.
+    accel_status_t r = finish_retired(dev);
+    if (r != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = r;
     return result;
   });
 }

@@ -20,6 +20,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <new>
 #include <thread>
 
 namespace accel::opencl {
@@ -246,6 +249,154 @@ accel_status_t query_exported(Stream* s) {
 
 }  // namespace
 
+namespace {
+
+void release_retired(const Device::Retired& r) {
+  clReleaseEvent(r.marker);
+  cl_int err = clReleaseCommandQueue(r.queue);
+  if (err != CL_SUCCESS)
+    log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(a destroyed stream's)");
+}
+
+// Moves the entries of dev->retired whose marker has completed (or failed:
+// nothing more will run) to `done`. Caller holds dev->mu.
+void take_finished(Device* dev, std::vector<Device::Retired>& done) {
+  auto& v = dev->retired;
+  for (auto it = v.begin(); it != v.end();) {
+    // Asked directly, not through event_state: a failed command here is no
+    // error of the call that prunes.
+    cl_int status = CL_COMPLETE;
+    cl_int err = clGetEventInfo(it->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                &status, nullptr);
+    if (err != CL_SUCCESS || status == CL_COMPLETE || status < 0) {
+      done.push_back(*it);
+      it = v.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Releases each retired queue soon after its marker completed, without
+// waiting for a later destroy or device_synchronize to notice: a program's
+// own queue (stream_from_native) goes back to the references it had. One
+// thread for the process, started by the first retirement and never
+// stopped (it sleeps when there is nothing to wait for); never destroyed,
+// as the host-function executor.
+struct Reaper {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<Device*, cl_event>> pending;  // the reaper's own marker references
+  bool started = false;
+};
+
+Reaper& reaper() {
+  static auto* r = new Reaper();
+  return *r;
+}
+
+void reaper_loop() {
+  Reaper& r = reaper();
+  for (;;) {
+    std::pair<Device*, cl_event> next;
+    {
+      std::unique_lock<std::mutex> lock(r.mu);
+      r.cv.wait(lock, [&] { return !r.pending.empty(); });
+      next = r.pending.front();
+      r.pending.pop_front();
+    }
+    // The marker's own failure is the destroyed stream's: nobody to tell.
+    cl_event marker = next.second;
+    cl_int err = clWaitForEvents(1, &marker);
+    cl_int status = CL_COMPLETE;
+    if (err == CL_SUCCESS)
+      clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+    // clWaitForEvents may return early (PoCL's basic device): poll then.
+    while (status > CL_COMPLETE && err == CL_SUCCESS) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      err = clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                           nullptr);
+    }
+    clReleaseEvent(marker);
+    std::vector<Device::Retired> done;
+    try {
+      std::lock_guard<std::mutex> lock(next.first->mu);
+      take_finished(next.first, done);
+    } catch (const std::bad_alloc&) {
+      // A later destroy or device_synchronize releases them.
+    }
+    for (const auto& d : done) release_retired(d);
+  }
+}
+
+// Hands `marker` (one reference, the reaper's) to the reaper thread; false
+// when it cannot take it (no thread, no memory): the caller releases it and
+// a later destroy or device_synchronize releases the queue.
+bool reap_later(Device* dev, cl_event marker) {
+  Reaper& r = reaper();
+  try {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.started) {
+      std::thread(reaper_loop).detach();
+      r.started = true;
+    }
+    r.pending.emplace_back(dev, marker);
+  } catch (...) {
+    return false;
+  }
+  r.cv.notify_one();
+  return true;
+}
+
+// Gives up the state's one reference of `queue` (the creation's for accel's
+// own queues, the program's for a queue given with
+// ACCEL_NATIVE_TAKE_OWNERSHIP, the one stream_from_native took with
+// clRetainCommandQueue otherwise). Queued work still completes, OpenCL
+// keeping a released queue until its commands are done; while they may
+// still run, the reference is kept in dev->retired, with a marker after
+// them, for device_synchronize. Releases retired queues that are done.
+void retire_queue(Device* dev, cl_command_queue queue) {
+  cl_event marker = nullptr;
+  cl_int err = clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker);
+  if (err == CL_SUCCESS) err = clFlush(queue);
+  if (err != CL_SUCCESS) {
+    log_vendor_failure(ACCEL_LOG_WARN, "clEnqueueMarkerWithWaitList", err,
+                       "(destroying a stream: device_synchronize will not wait for its last "
+                       "commands)");
+  }
+  // The reaper's reference, taken before the entry is published: once it
+  // is in dev->retired another thread may release the list's.
+  if (marker != nullptr) clRetainEvent(marker);
+  std::vector<Device::Retired> done;
+  bool kept = false;
+  try {
+    std::lock_guard<std::mutex> lock(dev->mu);
+    take_finished(dev, done);
+    if (marker != nullptr) {
+      dev->retired.push_back(Device::Retired{queue, marker});
+      kept = true;
+    }
+  } catch (const std::bad_alloc&) {
+    log_vendor_failure(ACCEL_LOG_WARN, "clEnqueueMarkerWithWaitList", CL_OUT_OF_HOST_MEMORY,
+                       "(destroying a stream: no memory to keep its queue for "
+                       "device_synchronize)");
+  }
+  for (const auto& r : done) release_retired(r);
+  if (kept) {
+    if (!reap_later(dev, marker)) clReleaseEvent(marker);
+    return;
+  }
+  if (marker != nullptr) {
+    clReleaseEvent(marker);  // the reaper's
+    clReleaseEvent(marker);
+  }
+  err = clReleaseCommandQueue(queue);
+  if (err != CL_SUCCESS)
+    log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(destroying a stream)");
+}
+
+}  // namespace
+
 void stream_ref(Stream* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
 
 void stream_unref(Stream* s) {
@@ -255,19 +406,40 @@ void stream_unref(Stream* s) {
     auto& v = s->dev->streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
   }
-  // Queued work still completes: clReleaseCommandQueue flushes, and the
-  // driver keeps the queue until its commands are done.
   if (s->last_rec)
     s->last_rec.reset();  // `last` was the record's
   else if (s->last)
     clReleaseEvent(s->last);
-  // The state's one reference: the creation's for accel's own queues, the
-  // program's for a queue given with ACCEL_NATIVE_TAKE_OWNERSHIP, the one
-  // stream_from_native took with clRetainCommandQueue otherwise.
-  cl_int err = clReleaseCommandQueue(s->queue);
-  if (err != CL_SUCCESS)
-    log_vendor_failure(ACCEL_LOG_WARN, "clReleaseCommandQueue", err, "(destroying a stream)");
+  retire_queue(s->dev, s->queue);
   delete s;
+}
+
+accel_status_t finish_retired(Device* dev) {
+  std::vector<Device::Retired> pending;
+  {
+    std::lock_guard<std::mutex> lock(dev->mu);
+    pending = dev->retired;
+    // Our own references: another thread may release the list's meanwhile.
+    for (const auto& r : pending) {
+      clRetainCommandQueue(r.queue);
+      clRetainEvent(r.marker);
+    }
+  }
+  accel_status_t result = ACCEL_SUCCESS;
+  for (const auto& r : pending) {
+    cl_int err = clFinish(r.queue);
+    accel_status_t st = err == CL_SUCCESS ? wait_event(r.marker, "a destroyed stream's last command")
+                                          : vendor_fail("clFinish", err);
+    if (st != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = st;
+    release_retired(r);
+  }
+  std::vector<Device::Retired> done;
+  {
+    std::lock_guard<std::mutex> lock(dev->mu);
+    take_finished(dev, done);
+  }
+  for (const auto& r : done) release_retired(r);
+  return result;
 }
 
 accel_status_t stream_commit(Stream* s, cl_event ev) {

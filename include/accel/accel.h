@@ -234,10 +234,12 @@ ACCEL_API accel_status_t accel_current_stream(int32_t device, accel_stream_t* st
  * accelerator), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
 ACCEL_API accel_status_t accel_set_stream(accel_stream_t stream);
 
-/* Waits until all work queued on every stream of `device` (negative: the
- * current device) has completed. If the backend has never been initialised in
- * this process it returns ACCEL_SUCCESS at once without initialising it (as
- * torch does). Statuses: ACCEL_ERROR_NO_ACCELERATOR,
+/* Waits until all work submitted to `device` (negative: the current device)
+ * has completed: that of every stream, streams destroyed since (whose work
+ * still runs after accel_stream_destroy returned) included, as
+ * cudaDeviceSynchronize. If the backend has never been initialised in this
+ * process it returns ACCEL_SUCCESS at once without initialising it (as
+ * torch does). Thread-safe. Statuses: ACCEL_ERROR_NO_ACCELERATOR,
  * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
  * torch.accelerator.synchronize(). */
 ACCEL_API accel_status_t accel_synchronize(int32_t device);
@@ -261,10 +263,13 @@ ACCEL_API accel_status_t accel_stream_priority_range(int32_t device, int32_t* le
 ACCEL_API accel_status_t accel_stream_create(int32_t device, int32_t priority,
                                              accel_stream_t* stream);
 
-/* Destroys a stream made by accel_stream_create. Work already queued still
- * completes. The handle is invalid afterwards; a destroyed handle is detected
- * (ACCEL_ERROR_INVALID_ARGUMENT) as long as its memory has not been reused by
- * a newer stream. A thread whose current stream is destroyed (by any
+/* Destroys a stream made by accel_stream_create. Returns at once, without
+ * waiting for the stream's queued work (as cudaStreamDestroy), which still
+ * completes: accel_synchronize of the stream's device waits for it, and the
+ * host buffers it reads or writes must stay valid until then (or until an
+ * event recorded after it has completed). The handle is invalid afterwards;
+ * a destroyed handle is detected (ACCEL_ERROR_INVALID_ARGUMENT) as long as
+ * its memory has not been reused by a newer stream. A thread whose current stream is destroyed (by any
  * thread) gets the device's default stream from accel_current_stream from
  * then on, never the dead handle nor a newer stream reusing its memory.
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, destroyed, or

@@ -215,7 +215,13 @@ typedef struct accel_plugin_api {
    * current on the calling thread (flags: ACCEL_PLUGIN_SET_DEVICE_*). */
   accel_status_t (*set_current_device)(int32_t device, uint32_t flags);
 
-  /* REQUIRED. Wait for all work on every stream of the device. */
+  /* REQUIRED. Wait for all work submitted to the device: every stream's,
+   * that of streams destroyed since (stream_destroy returned, their work
+   * still running) included, as cudaDeviceSynchronize / cuCtxSynchronize /
+   * hipDeviceSynchronize do. The core relies on it before freeing memory
+   * and unloading modules such work may still use; accel-conformance
+   * checks it with a copy queued behind a host function on a destroyed
+   * stream. */
   accel_status_t (*device_synchronize)(int32_t device);
 
   /* --- streams ----------------------------------------------------------- */
@@ -224,7 +230,12 @@ typedef struct accel_plugin_api {
   accel_status_t (*stream_priority_range)(int32_t device, int32_t* least, int32_t* greatest);
   /* REQUIRED. `priority` is already clamped into the range. */
   accel_status_t (*stream_create)(int32_t device, int32_t priority, accel_plugin_stream_t* stream);
-  /* REQUIRED. Queued work still completes. Never called on a default stream. */
+  /* REQUIRED. Returns at once, whatever is still queued (as cudaStreamDestroy:
+   * never waits for the work, which may wait on a host function the caller
+   * releases only afterwards); the queued work still completes, and
+   * device_synchronize still waits for it. Never called on a default
+   * stream. accel-conformance fails a destroy that has not returned within
+   * 1 s while the stream's work waits behind a host function. */
   accel_status_t (*stream_destroy)(accel_plugin_stream_t stream);
   /* REQUIRED. The device's default stream, owned by the plugin, the same
    * handle on every call, never destroyed by the core. */

@@ -70,8 +70,18 @@ class Stream {
   bool idle();
   // Blocks until nothing is queued or running.
   void synchronize();
-  // Lets the worker drain everything already queued, then stops and joins
-  // it. Idempotent; called by stream_destroy and by the destructor.
+  // Lets the worker drain everything already queued, then exit on its own;
+  // returns at once (stream_destroy: queued work completes after the call
+  // returned, as with cudaStreamDestroy). Idempotent. A wrapper made with
+  // ownership stops its target.
+  void stop();
+  // True once the worker has run everything queued and left its loop after
+  // stop(), so joining it returns at once. A wrapper without ownership runs
+  // nothing of its own: always true.
+  bool finished();
+  // stop(), then joins the worker. Idempotent; called by the destructor. A
+  // destroyed stream is freed only once finished() (reap_drained), so the
+  // join returns at once and never waits for queued work.
   void shutdown();
 
   // At least `bytes` of memory aligned to kLocalAlignment, owned by this
@@ -103,6 +113,7 @@ class Stream {
   std::deque<Queued> queue_;
   size_t pending_ = 0;  // queued + running
   bool stopping_ = false;
+  bool exited_ = false;  // the worker left its loop: stopping_ and nothing left
   std::thread worker_;  // started after everything above exists
   // Copy of worker_.get_id(), written once in the constructor before the
   // handle is published and never again, so any thread may read it while
@@ -223,7 +234,17 @@ struct Device {
   std::mutex streams_mu;
   std::unordered_map<const Stream*, std::shared_ptr<Stream>> streams;
   Stream* default_stream = nullptr;  // created lazily, owned by `streams`
+  // Streams destroyed with work still queued: stream_destroy returned at
+  // once and their workers drain the queue and leave on their own. Kept
+  // here so device_synchronize waits for that work too (cudaDeviceSynchronize
+  // does), and so every worker is joined once it has finished (reap_drained)
+  // rather than detached or joined by the destroyer. Guarded by streams_mu.
+  std::vector<std::shared_ptr<Stream>> draining;
 };
+
+// Joins and frees the draining streams of `dev` whose workers have left
+// (each join returns at once); the others stay. Takes dev.streams_mu.
+void reap_drained(Device& dev);
 
 struct State {
   int32_t device_count = 0;

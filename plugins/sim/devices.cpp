@@ -101,12 +101,16 @@ accel_status_t op_device_synchronize(int32_t device) {
     Device* dev;
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     // Snapshot under the lock, wait outside it: a long synchronize must not
-    // block other threads creating or destroying streams.
+    // block other threads creating or destroying streams. Destroyed streams
+    // still draining count (all work submitted to the device, as
+    // cudaDeviceSynchronize); destroy moves a stream from `streams` to
+    // `draining` under this lock, so the snapshot holds it either way.
     std::vector<std::shared_ptr<Stream>> live;
     {
       std::lock_guard<std::mutex> lock(dev->streams_mu);
-      live.reserve(dev->streams.size());
+      live.reserve(dev->streams.size() + dev->draining.size());
       for (auto& [key, s] : dev->streams) live.push_back(s);
+      live.insert(live.end(), dev->draining.begin(), dev->draining.end());
     }
     for (auto& s : live) {
       if (s->is_current_worker())
@@ -116,6 +120,8 @@ accel_status_t op_device_synchronize(int32_t device) {
                     static_cast<int>(device));
     }
     for (auto& s : live) s->synchronize();
+    live.clear();  // the last reference to a reaped stream may be ours
+    reap_drained(*dev);
     return ACCEL_SUCCESS;
   });
 }

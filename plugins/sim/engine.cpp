@@ -64,9 +64,9 @@ void Stream::synchronize() {
   idle_cv_.wait(lock, [&] { return pending_ == 0; });
 }
 
-void Stream::shutdown() {
+void Stream::stop() {
   if (target_) {
-    if (owns_target_) target_->shutdown();
+    if (owns_target_) target_->stop();
     return;
   }
   {
@@ -75,6 +75,20 @@ void Stream::shutdown() {
   }
   work_cv_.notify_all();
   space_cv_.notify_all();
+}
+
+bool Stream::finished() {
+  if (target_) return !owns_target_ || target_->finished();
+  std::lock_guard<std::mutex> lock(mu_);
+  return exited_;
+}
+
+void Stream::shutdown() {
+  if (target_) {
+    if (owns_target_) target_->shutdown();
+    return;
+  }
+  stop();
   if (!worker_.joinable()) return;
   if (worker_.get_id() == std::this_thread::get_id()) {
     worker_.detach();  // cannot join oneself; entries refuse this case anyway
@@ -121,7 +135,10 @@ void Stream::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) break;  // stopping, and everything queued has run
+    if (queue_.empty()) {  // stopping, and everything queued has run
+      exited_ = true;      // reap_drained may join now: nothing is left to run
+      break;
+    }
     Task task = std::move(queue_.front().task);
     bool marker = queue_.front().marker;
     queue_.pop_front();

@@ -50,11 +50,28 @@ accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_s
   });
 }
 
-// Drains the stream's queued work, then stops and joins its worker, so when
-// this returns every task queued on the stream has run (the contract only
-// asks that queued work completes; blocking here makes it deterministic).
-// Consequently it blocks as long as that work does, e.g. on a wait for an
-// event that is itself still pending.
+void reap_drained(Device& dev) {
+  std::vector<std::shared_ptr<Stream>> done;  // freed after the lock: each joins its worker
+  std::lock_guard<std::mutex> lock(dev.streams_mu);
+  auto& v = dev.draining;
+  if (v.empty()) return;
+  done.reserve(v.size());  // may throw before anything moved; a later call reaps
+  for (auto it = v.begin(); it != v.end();) {
+    if ((*it)->finished()) {
+      done.push_back(std::move(*it));  // reserve()d: cannot throw
+      it = v.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Returns at once (cudaStreamDestroy, hipStreamDestroy): the worker drains
+// the queued work and leaves on its own, and the stream waits among the
+// device's draining streams, where device_synchronize still waits for it,
+// until a later reap_drained joins the finished worker. The destroyer never
+// joins, so a destroy behind a host function that waits on the caller
+// cannot deadlock.
 accel_status_t op_stream_destroy(accel_plugin_stream_t handle) {
   return guarded("stream_destroy", [&] {
     if (handle == nullptr)
@@ -63,6 +80,7 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t handle) {
     // Look the handle up in the registries instead of dereferencing it, so
     // a stale handle is reported rather than followed.
     std::shared_ptr<Stream> owned;
+    Device* owner = nullptr;
     for (auto& dev : state().devices) {
       std::lock_guard<std::mutex> lock(dev->streams_mu);
       auto it = dev->streams.find(key);
@@ -71,18 +89,21 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t handle) {
         return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                     "stream_destroy: the default stream of sim device %d cannot be destroyed",
                     static_cast<int>(dev->index));
-      if (it->second->is_current_worker())
-        return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                    "stream_destroy: called from a host function running on that stream; it "
-                    "would wait for itself");
+      // Moved to `draining` before it leaves `streams`, so a concurrent
+      // device_synchronize sees it in one or the other. push_back may throw
+      // (nothing changed then).
+      dev->draining.push_back(it->second);
       owned = std::move(it->second);
       dev->streams.erase(it);
+      owner = dev.get();
       break;
     }
     if (!owned)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_destroy: %p is not a live sim stream",
                   handle);
-    owned->shutdown();
+    owned->stop();
+    owned.reset();
+    reap_drained(*owner);  // earlier destroyed streams that have finished since
     return ACCEL_SUCCESS;
   });
 }

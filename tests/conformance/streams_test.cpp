@@ -7,6 +7,44 @@ using namespace std::chrono_literals;
 
 namespace {
 void noop_host_fn(void*) {}
+
+// What stream_destroy_while_gated saw.
+struct DestroyOutcome {
+  bool in_time = false;  // returned within kLaunchLimit, the gate still closed
+  accel_status_t status = ACCEL_ERROR_INTERNAL;
+};
+
+// Destroys `s`, whose queued work waits behind `gate` (still closed), on a
+// helper thread, so that a destroy which waits for the queue to drain is
+// reported as a failed check instead of hanging the run. Opens the gate
+// once the call returned or kLaunchLimit passed, then waits (watchdog) for
+// the call: a destroy that waits for its queue must at least return then.
+DestroyOutcome stream_destroy_while_gated(accel_stream_t s, Gate& gate) {
+  std::atomic<bool> returned{false};
+  std::atomic<accel_status_t> status{ACCEL_ERROR_INTERNAL};
+  std::thread t([&] {
+    status.store(accel_stream_destroy(s));
+    returned.store(true);
+  });
+  const auto until = std::chrono::steady_clock::now() + kLaunchLimit;
+  while (!returned.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  DestroyOutcome out;
+  out.in_time = returned.load() && !gate.done();
+  gate.release();
+  {
+    Deadline watchdog("accel_stream_destroy", kWaitLimit,
+                      "stream_destroy must return, at the latest once the stream's queued work "
+                      "has completed");
+    t.join();
+  }
+  out.status = status.load();
+  return out;
+}
+
+constexpr const char* kDestroyAtOnce =
+    "accel_stream_destroy must return at once while the stream's queued work still waits "
+    "(accel.h, accel_plugin.h stream_destroy: as cudaStreamDestroy)";
 }  // namespace
 
 TEST_CASE("current stream starts at each device's default stream", "[streams]") {
@@ -385,5 +423,123 @@ TEST_CASE("stream_wait_event on a never-recorded event is a no-op", "[streams][e
   SECTION("errors") {
     ACCEL_CHECK_ERROR(accel_stream_wait_event(nullptr, e), ACCEL_ERROR_INVALID_ARGUMENT);
     ACCEL_CHECK_ERROR(accel_stream_wait_event(s, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+// accel.h / accel_plugin.h stream_destroy: the call returns at once and the
+// queued work still completes (cudaStreamDestroy, hipStreamDestroy).
+TEST_CASE("stream_destroy returns at once while queued work waits behind a host function",
+          "[streams][destroy]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    Gate gate;
+    Sleeper after(0);  // queued behind the gate: the destroyed stream's work still runs
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_create(d, 0, &s));
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_REQUIRE_OK(after.launch(s));
+    DestroyOutcome out = stream_destroy_while_gated(s, gate);
+    INFO(kDestroyAtOnce);
+    CHECK(out.in_time);
+    INFO("accel_stream_destroy -> " << accel_status_name(out.status));
+    CHECK(out.status == ACCEL_SUCCESS);
+    accel_test::wait_until([&] { return after.done(); },
+                           "the work queued on a destroyed stream to complete");
+  }
+}
+
+// accel.h accel_synchronize / accel_plugin.h device_synchronize: all work
+// submitted to the device, that of streams destroyed since included
+// (cudaDeviceSynchronize, hipDeviceSynchronize). The copies run only after
+// a 50 ms host function that starts once the gate opens, so a synchronize
+// that skips the destroyed stream returns before they ran.
+TEST_CASE("accel_synchronize waits for the work of a stream destroyed before it",
+          "[streams][destroy]") {
+  if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
+  if (!need_group(globals().memory)) return;
+  constexpr size_t kBytes = 64 * 1024;
+  constexpr size_t kSetBytes = 256;
+  constexpr unsigned char kSet = 0xa5;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    std::vector<unsigned char> src(kBytes), want(kBytes), got(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<unsigned char>(i * 7 + d + 1);
+    want = src;
+    std::memset(want.data(), kSet, kSetBytes);
+    DeviceMem mem(d, kBytes);
+    Gate gate;
+    Sleeper slow(50);
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_create(d, 0, &s));
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    ACCEL_REQUIRE_OK(slow.launch(s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(mem.get(), src.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    ACCEL_REQUIRE_OK(accel_memset_async(mem.get(), kSet, kSetBytes, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(got.data(), mem.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    DestroyOutcome out = stream_destroy_while_gated(s, gate);
+    {
+      INFO(kDestroyAtOnce);
+      CHECK(out.in_time);
+      INFO("accel_stream_destroy -> " << accel_status_name(out.status));
+      REQUIRE(out.status == ACCEL_SUCCESS);
+    }
+    ACCEL_REQUIRE_OK(synchronize(d));
+    const bool host_fn_ran = slow.done();
+    const bool copied = got == want;
+    INFO("accel_synchronize(" << d << ") must wait for all work submitted to the device, that "
+                              "of streams destroyed since included (as cudaDeviceSynchronize)");
+    CHECK(host_fn_ran);
+    CHECK(copied);
+    // A synchronize that returned early leaves the copy in flight: wait for
+    // it before `got` and `mem` go, so it cannot write into freed memory.
+    if (!copied)
+      accel_test::wait_until([&] { return got == want; },
+                             "the copy of a destroyed stream that accel_synchronize did not wait "
+                             "for");
+  }
+}
+
+// The same rule without host functions: the stream's last reference goes
+// with the destroy while its copies (large enough to take milliseconds) are
+// still running on the device, so nothing but the backend's record of the
+// destroyed stream's work can make accel_synchronize wait for them. (A
+// backend that skips them can still pass when the copies happen to finish
+// first; a right one never fails.)
+TEST_CASE("accel_synchronize waits for copies of a stream destroyed right after queueing them",
+          "[streams][destroy]") {
+  if (!need_group(globals().memory)) return;
+  constexpr size_t kBytes = 32u << 20;
+  constexpr size_t kSetBytes = 4096;
+  constexpr unsigned char kSet = 0x3c;
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    std::vector<unsigned char> src(kBytes), want(kBytes), got(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<unsigned char>(i * 13 + d + 5);
+    want = src;
+    std::memset(want.data() + kBytes - kSetBytes, kSet, kSetBytes);
+    DeviceMem mem(d, kBytes);
+    accel_stream_t s = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_create(d, 0, &s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(mem.get(), src.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    ACCEL_REQUIRE_OK(accel_memset_async(mem.bytes() + kBytes - kSetBytes, kSet, kSetBytes, s));
+    ACCEL_REQUIRE_OK(
+        accel_memcpy_async(got.data(), mem.get(), kBytes, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    {
+      Deadline watchdog("accel_stream_destroy", kLaunchLimit, kDestroyAtOnce);
+      ACCEL_REQUIRE_OK(accel_stream_destroy(s));
+    }
+    ACCEL_REQUIRE_OK(synchronize(d));
+    const bool copied = got == want;
+    INFO("accel_synchronize(" << d << ") must wait for all work submitted to the device, that "
+                              "of streams destroyed since included (as cudaDeviceSynchronize)");
+    CHECK(copied);
+    if (!copied)
+      accel_test::wait_until([&] { return got == want; },
+                             "the copies of a destroyed stream that accel_synchronize did not "
+                             "wait for");
   }
 }

@@ -201,6 +201,11 @@ struct State {
   std::vector<Device> devices;
   std::map<uintptr_t, Alloc> allocs;
   std::map<ihipStream_t*, std::shared_ptr<ihipStream_t>> streams;
+  // Destroyed streams whose workers may still be draining their queues
+  // (each worker holds its stream until it exits): hipDeviceSynchronize
+  // waits for them too, as HIP's does ("blocks until all preceding work on
+  // the device completes"). Expired entries are dropped as they are seen.
+  std::vector<std::weak_ptr<ihipStream_t>> draining;
   std::set<ihipEvent_t*> events;
   std::map<uintptr_t, size_t> host_allocs;  // hipHostMalloc: base -> bytes
   size_t host_total = 0;                    // FAKE_HIP_HOST_MEMORY
@@ -753,6 +758,11 @@ FAKE_EXPORT hipError_t hipDeviceSynchronize(void) {
     for (auto& [raw, st] : s.streams)
       if (st->device == t_device) todo.push_back(st);
     if (auto& ns = s.devices[static_cast<size_t>(t_device)].null_stream) todo.push_back(ns);
+    auto& d = s.draining;
+    d.erase(std::remove_if(d.begin(), d.end(), [](const auto& w) { return w.expired(); }),
+            d.end());
+    for (auto& w : d)
+      if (auto st = w.lock(); st && st->device == t_device) todo.push_back(std::move(st));
   }
   for (auto& st : todo) st->wait_idle();
   return hipSuccess;
@@ -791,8 +801,11 @@ FAKE_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
     auto it = state().streams.find(stream);
     if (it == state().streams.end()) return hipErrorInvalidHandle;
     s = it->second;
+    state().draining.push_back(s);  // before the erase: a throw changes nothing
     state().streams.erase(it);
   }
+  // Returns at once; queued work still completes and hipDeviceSynchronize
+  // still waits for it (state().draining).
   {
     std::lock_guard lock(s->m);
     s->worker.detach();
