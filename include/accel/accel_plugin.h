@@ -251,7 +251,10 @@ typedef struct accel_plugin_api {
   /* REQUIRED. */
   accel_status_t (*stream_synchronize)(accel_plugin_stream_t stream);
   /* Optional. Future work on `stream` waits for the event's current record
-   * (captured now: a later re-record does not change what is waited for).
+   * (captured now: a later re-record does not change what is waited for,
+   * even when that later record, on a faster stream, completes first;
+   * accel-conformance checks it: a wait released by a counter "highest
+   * record completed" is wrong).
    * Both are of the same device, unless the plugin declares
    * ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT: then the event may be of any device
    * of this backend (the core checks one or the other). */

@@ -2,7 +2,9 @@
 // synchronize, elapsed time and its error statuses.
 #include "conformance.hpp"
 
+#include <atomic>
 #include <memory>
+#include <thread>
 
 using namespace conf;
 using namespace std::chrono_literals;
@@ -158,6 +160,40 @@ TEST_CASE("record / query / synchronize follow the stream's work", "[events]") {
     gate.release();
     ACCEL_CHECK_OK(event_synchronize(e));
     ACCEL_CHECK_OK(accel_event_query(e));
+  }
+  SECTION("a wait keeps the record it was made for when a later record completes first") {
+    // CUDA: a wait is for the event's latest record when the wait is made.
+    // Re-recording the event on a fast stream must not release a wait for
+    // the earlier record on a slow one (records of one event complete in any
+    // order). The CUDA fake let it through, and the soak read bytes that the
+    // wait should have kept from it.
+    if (!need_group(globals().wait_event)) return;
+    Stream slow(0), fast(0), waiter(0);
+    Event e(0);
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(slow));
+    ACCEL_REQUIRE_OK(accel_event_record(e, slow));
+    ACCEL_REQUIRE_OK(accel_stream_wait_event(waiter, e));  // for the slow record
+    ACCEL_REQUIRE_OK(accel_event_record(e, fast));        // completes at once
+    ACCEL_REQUIRE_OK(event_synchronize(e));
+    struct Seen {
+      const Gate* gate;
+      std::atomic<int> state{0};  // 0 not run, 1 ran after the gate, 2 ran before it
+    } seen{&gate};
+    ACCEL_REQUIRE_OK(accel_launch_host_func(
+        waiter,
+        [](void* p) {
+          auto* s = static_cast<Seen*>(p);
+          s->state = s->gate->done() ? 1 : 2;
+        },
+        &seen));
+    std::this_thread::sleep_for(50ms);
+    INFO("the host function after the wait ran before the slow record completed (state "
+         << seen.state.load() << "): the later record on the fast stream released the wait");
+    CHECK(seen.state.load() == 0);
+    gate.release();
+    ACCEL_CHECK_OK(stream_synchronize(waiter));
+    CHECK(seen.state.load() == 1);
   }
   SECTION("NULL stream records on the current stream of the event's device") {
     ThreadStateGuard guard;

@@ -131,9 +131,16 @@ struct CUevent_st {
   unsigned flags = 0;
   std::mutex m;
   std::condition_variable cv;
-  uint64_t generation = 0;  // records made
+  uint64_t generation = 0;  // records made; the latest is `generation`
   uint64_t completed = 0;   // highest record that has completed
-  Clock::time_point when{};
+  // Records made and not yet run. Records of one event on different streams
+  // complete in any order, and a wait (or synchronize) is for the record
+  // that was the latest when it was made, as in CUDA: "completed >= target"
+  // would let a later record on a fast stream release a wait for an earlier
+  // one on a slow stream.
+  std::set<uint64_t> outstanding;
+  Clock::time_point when{};  // when record `completed` ran
+  bool done(uint64_t record) const { return outstanding.count(record) == 0; }
   std::atomic<int> refs{1};  // the handle + pending records/waits
 };
 
@@ -807,11 +814,13 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   {
     std::lock_guard lock(hEvent->m);
     gen = ++hEvent->generation;
+    hEvent->outstanding.insert(gen);
   }
   hEvent->refs.fetch_add(1);
   enqueue(s, {}, [hEvent, gen] {
     {
       std::lock_guard lock(hEvent->m);
+      hEvent->outstanding.erase(gen);
       if (gen > hEvent->completed) {
         hEvent->completed = gen;
         hEvent->when = Clock::now();
@@ -827,7 +836,7 @@ CUresult cuEventQuery(CUevent hEvent) {
   FAKE_CONTEXT();
   if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard lock(hEvent->m);
-  return hEvent->completed >= hEvent->generation ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return hEvent->done(hEvent->generation) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
@@ -835,7 +844,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   std::unique_lock lock(hEvent->m);
   uint64_t target = hEvent->generation;
-  hEvent->cv.wait(lock, [&] { return hEvent->completed >= target; });
+  hEvent->cv.wait(lock, [&] { return hEvent->done(target); });
   return CUDA_SUCCESS;
 }
 
@@ -852,7 +861,7 @@ CUresult cuEventElapsedTime(float* ms, CUevent hStart, CUevent hEnd) {
   else
     std::lock(l1, l2);
   if (hStart->generation == 0 || hEnd->generation == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (hStart->completed < hStart->generation || hEnd->completed < hEnd->generation)
+  if (!hStart->done(hStart->generation) || !hEnd->done(hEnd->generation))
     return CUDA_ERROR_NOT_READY;
   *ms = std::chrono::duration<float, std::milli>(hEnd->when - hStart->when).count();
   return CUDA_SUCCESS;
@@ -868,13 +877,13 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
   {
     std::lock_guard lock(hEvent->m);
     target = hEvent->generation;
-    if (hEvent->completed >= target) return CUDA_SUCCESS;  // nothing pending
+    if (hEvent->done(target)) return CUDA_SUCCESS;  // nothing pending
   }
   hEvent->refs.fetch_add(1);
   enqueue(s, [hEvent, target] {
     {
       std::unique_lock lock(hEvent->m);
-      hEvent->cv.wait(lock, [&] { return hEvent->completed >= target; });
+      hEvent->cv.wait(lock, [&] { return hEvent->done(target); });
     }
     release(hEvent);
   });
