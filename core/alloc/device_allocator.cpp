@@ -280,7 +280,15 @@ struct DeviceAllocator::Impl {
     for (Block* b : p.blocks) {
       if (--b->event_count == 0 && !b->allocated) free_block(b, nullptr);
     }
-    if (p.event != nullptr) spare_events.push_back(p.event);
+    if (p.event == nullptr) return;
+    // A marker of a destroyed stream goes back to the backend instead of
+    // the spares: an OpenCL event keeps its queue alive, and a program that
+    // wrapped its own queue expects it released once the wrapper is gone.
+    if (p.stream != nullptr && !ops.stream_alive(p.stream)) {
+      ops.event_destroy(p.event);
+    } else {
+      spare_events.push_back(p.event);
+    }
   }
 
   // --- Waiting without the lock ---------------------------------------------
@@ -619,6 +627,10 @@ struct DeviceAllocator::Impl {
   }
 
   accel_status_t retire_stream(StreamKey stream, StreamKey replacement) {
+    // Spare markers may have been recorded on the stream last, and hold a
+    // reference to its native queue (OpenCL): they go back to the backend.
+    for (EventHandle e : spare_events) ops.event_destroy(e);
+    spare_events.clear();
     // Blocks owned by the stream, and blocks of other streams that name it
     // in their uses: all wait for the stream's last work before moving on.
     std::vector<Block*> affected;

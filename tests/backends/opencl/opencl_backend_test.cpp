@@ -636,6 +636,30 @@ TEST_CASE("interop: accel streams on the test's own cl_command_queue", "[interop
       REQUIRE_CL(clReleaseCommandQueue(q));
     }
     {
+      INFO("the allocator's markers on a borrowed queue go when the wrapper does");
+      // Each marker is a cl_event, which holds a reference of its queue: kept
+      // as a spare after it completed, it kept the program's queue alive
+      // until accel_empty_cache (after Unified Runtime PR #2193).
+      cl_command_queue q = own_queue(d, 0);
+      const accel_native_handle_t nh = native_queue(q);
+      accel_stream_t w = nullptr;
+      REQUIRE_OK(accel_stream_from_native(d, &nh, 0, &w));
+      for (int i = 0; i < 4; ++i) {
+        void* p = nullptr;
+        REQUIRE_OK(accel_malloc(d, 4096, &p));
+        REQUIRE_OK(accel_memset_async(p, i, 4096, w));
+        REQUIRE_OK(accel_record_stream(p, w));  // its free records a marker on w
+        REQUIRE_OK(accel_free(p));
+        REQUIRE_OK(accel_stream_synchronize(w));
+      }
+      void* p = nullptr;
+      REQUIRE_OK(accel_malloc(d, 4096, &p));  // polls the markers: they complete
+      REQUIRE_OK(accel_free(p));
+      REQUIRE_OK(accel_stream_destroy(w));
+      CHECK(settle_refs(q, 1) == 1);
+      REQUIRE_CL(clReleaseCommandQueue(q));
+    }
+    {
       INFO("with ACCEL_NATIVE_TAKE_OWNERSHIP: destroying the stream releases the queue");
       cl_command_queue q = own_queue(d, CL_QUEUE_PROFILING_ENABLE);
       REQUIRE_CL(clRetainCommandQueue(q));  // the test's own, to watch the count
