@@ -1116,7 +1116,8 @@ ACCEL_API accel_status_t accel_module_unload(accel_module_t module);
  * PTX/CUDA C++ the mangled name unless declared extern "C"). The same
  * handle for the same name; valid until the module is unloaded. Statuses:
  * ACCEL_ERROR_INVALID_ARGUMENT (module not live, name NULL or empty, kernel
- * NULL, no kernel of that name in the module), ACCEL_ERROR_FORKED,
+ * NULL, no kernel of that name in the module), ACCEL_ERROR_OUT_OF_MEMORY
+ * (2^24 kernels live at once), ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. (cuModuleGetFunction,
  * urKernelCreate.) */
 ACCEL_API accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
