@@ -112,9 +112,10 @@ void* queue_of(Backend& b, accel_stream_s* s) {
 
 // What to call a stream that owns its queue, for a refusal.
 std::string owner_name(const accel_stream_s& s) {
-  if (s.is_default) return fmt::format("the default stream of {} device {}", s.backend->name, s.device);
-  return fmt::format("accel stream {} of {} device {}", static_cast<const void*>(&s),
-                     s.backend->name, s.device);
+  if (s.is_default)
+    return fmt::format("the default stream of device {} ({})", s.device, s.backend->name);
+  return fmt::format("accel stream {} of device {} ({})", static_cast<const void*>(&s), s.device,
+                     s.backend->name);
 }
 
 // The live accel stream of `b` that owns the vendor queue `queue` (its

@@ -325,8 +325,8 @@ accel_status_t accel_module_unload(accel_module_t module) {
     // cuModuleUnload (and the others) must not free code a queued launch
     // runs. On failure the objects are destroyed anyway: the handles are
     // dead already and could not be unloaded again.
-    accel_status_t result = call_plugin(b, "device_synchronize",
-                                        [&] { return b.api.device_synchronize(m->device); });
+    accel_status_t result =
+        call_plugin(b, "device_synchronize", [&] { return b.api.device_synchronize(m->device); });
     for (accel_kernel_s* k : kernels) {
       auto st = call_plugin(b, "kernel_destroy", [&] { return b.api.kernel_destroy(k->native); });
       if (result == ACCEL_SUCCESS) result = st;
@@ -472,8 +472,8 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
                    "{} per block on {} device {}",
-                   fn, k->name, block.x, block.y, block.z, threads,
-                   k->max_threads_per_block, b.name, k->device);
+                   fn, k->name, block.x, block.y, block.z, threads, k->max_threads_per_block,
+                   b.name, k->device);
     }
     // A kernel without parameters launched without arguments (the launch
     // overhead benchmark's case) has nothing to check: no call.
@@ -487,8 +487,11 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
                                  stream->native);
     });
     if (span) {
-      span.end(st, {.kind = SpanKind::kernel, .kernel = k->name.c_str(), .grid = grid,
-                    .block = block, .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
+      span.end(st, {.kind = SpanKind::kernel,
+                    .kernel = k->name.c_str(),
+                    .grid = grid,
+                    .block = block,
+                    .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
     }
     return st;
   });

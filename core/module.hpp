@@ -75,9 +75,7 @@ class SlotTable {
   }
 
   // The value a new object in `t` is handed out as.
-  static uintptr_t handle_of(const T& t) {
-    return (t.generation << kSlotIndexBits) | t.index;
-  }
+  static uintptr_t handle_of(const T& t) { return (t.generation << kSlotIndexBits) | t.index; }
 
   // The slot a handle value names, or nullptr when it names none (not a
   // value accel made). Lock-free; the slot may hold another object or none.
@@ -114,8 +112,8 @@ struct accel_kernel_s;
 struct accel_module_s {
   // The handle this slot is live as; 0 while the slot is free or dead.
   std::atomic<uintptr_t> handle{0};
-  uint32_t index = 0;         // the slot's place in its table, for ever
-  uintptr_t generation = 1;   // bumped by each release (SlotTable)
+  uint32_t index = 0;        // the slot's place in its table, for ever
+  uintptr_t generation = 1;  // bumped by each release (SlotTable)
   accel::core::Backend* backend = nullptr;
   int32_t device = 0;
   accel_module_format_t format = ACCEL_MODULE_FORMAT_PTX;  // of the image loaded

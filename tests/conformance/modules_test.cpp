@@ -289,7 +289,8 @@ TEST_CASE("modules: stale module and kernel handles stay refused after new loads
     for (accel_kernel_t old : old_kernels) CHECK(old != k);
     for (accel_module_t old : old_modules) {
       accel_kernel_t out = nullptr;
-      FreshResult r = run_in_fresh_thread([&] { return accel_module_get_kernel(old, "empty", &out); });
+      FreshResult r =
+          run_in_fresh_thread([&] { return accel_module_get_kernel(old, "empty", &out); });
       CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
       CHECK(contains_ci(r.after, "unloaded"));
       CHECK(out == nullptr);
