@@ -845,7 +845,8 @@ ACCEL_API accel_status_t accel_device_native_handle(int32_t device, accel_native
  * be checked (Level Zero cannot tell a list's device on loader 1.8) is the
  * caller's promise. accel_stream_priority reports 0 for it. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
  * (native or stream NULL, struct_size too small, handle NULL, unknown flag bits, a queue the
- * backend refuses, ACCEL_NATIVE_TAKE_OWNERSHIP of a queue an accel stream owns), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
+ * backend refuses, ACCEL_NATIVE_TAKE_OWNERSHIP of a queue an accel stream
+ * owns), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
  * queue of another device or context), ACCEL_ERROR_NO_ACCELERATOR,
  * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
