@@ -1,6 +1,8 @@
 // Native handles (ABI 1.1): the vendor objects behind accel's streams, events
 // and devices, and accel streams that wrap a vendor queue the program made.
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "checks.hpp"
 #include "fork.hpp"
@@ -91,6 +93,51 @@ accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_
   });
 }
 
+// Wraps that take ownership, one at a time: two of one queue must not both
+// pass owner_of before either wrapper is live.
+std::mutex g_take_mutex;
+
+// The vendor queue behind `s`, or nullptr when the plugin cannot say. The
+// caller keeps `s` from being destroyed meanwhile (a default stream never
+// is; a pooled one is held by the pool's lock: see owner_of).
+void* queue_of(Backend& b, accel_stream_s* s) {
+  if (s->native_cached.load(std::memory_order_acquire)) return s->native_handle.handle;
+  accel_native_handle_t h{};
+  h.struct_size = sizeof h;
+  h.ordinal = -1;
+  begin_plugin_call();
+  if (b.api.stream_native_handle(s->native, &h) != ACCEL_SUCCESS) return nullptr;
+  return h.handle;
+}
+
+// What to call a stream that owns its queue, for a refusal.
+std::string owner_name(const accel_stream_s& s) {
+  if (s.is_default)
+    return fmt::format("the default stream of device {} ({})", s.device, s.backend->name);
+  return fmt::format("accel stream {} of device {} ({})", static_cast<const void*>(&s), s.device,
+                     s.backend->name);
+}
+
+// The live accel stream of `b` that owns the vendor queue `queue` (its
+// default streams, accel_stream_create's, and wrappers that took
+// ownership), or nullptr. Borrowed wrappers own nothing and are skipped.
+const accel_stream_s* owner_of(Backend& b, const void* queue) {
+  for (int32_t d = 0; d < b.device_count; ++d) {
+    accel_stream_s* s = b.devices[d].default_stream.load(std::memory_order_acquire);
+    if (s != nullptr && queue_of(b, s) == queue) return s;
+  }
+  // Under the pool's lock: a stream seen live here cannot reach its
+  // plugin destroy until the lock is let go (accel_stream_destroy marks it
+  // dead, then takes this lock, then destroys), so asking the plugin for
+  // its queue never touches a destroyed one.
+  const accel_stream_s* found = nullptr;
+  stream_pool().for_each_locked([&](accel_stream_s* s) {
+    if (found != nullptr || !live(s) || s->backend != &b || s->borrowed || s->is_default) return;
+    if (queue_of(b, s) == queue) found = s;
+  });
+  return found;
+}
+
 }  // namespace
 
 extern "C" {
@@ -174,6 +221,19 @@ accel_status_t accel_stream_from_native(int32_t device, const accel_native_handl
                    "type {}",
                    fn, static_cast<int>(native->type), b->name, static_cast<int>(own.type));
     }
+    // Two owners of one queue would release it twice: refuse a queue an
+    // accel stream owns. Held until the new wrapper is live (owner_of).
+    std::unique_lock<std::mutex> take_lock;
+    if ((flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0) {
+      take_lock = std::unique_lock<std::mutex>(g_take_mutex);
+      if (const accel_stream_s* owner = owner_of(*b, native->handle)) {
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                     "{}: with ACCEL_NATIVE_TAKE_OWNERSHIP: the vendor queue {} is owned by {}, "
+                     "which releases it when destroyed; wrap it without "
+                     "ACCEL_NATIVE_TAKE_OWNERSHIP (flags 0) to borrow it",
+                     fn, native->handle, owner_name(*owner));
+      }
+    }
     // The plugin reads only the caller's struct_size; pass a full copy.
     accel_native_handle_t copy{};
     std::memcpy(&copy, native, std::min(native->struct_size, sizeof copy));
@@ -194,6 +254,7 @@ accel_status_t accel_stream_from_native(int32_t device, const accel_native_handl
     s->device = target;
     s->priority = 0;
     s->is_default = false;
+    s->borrowed = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) == 0;
     s->native = plugin_stream;
     s->magic.store(kStreamMagic, std::memory_order_release);
     *stream = s;

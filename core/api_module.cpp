@@ -15,14 +15,10 @@ using namespace accel::core;
 
 namespace {
 
-HandlePool<accel_module_s>& module_pool() {
-  static auto* pool = new HandlePool<accel_module_s>();  // never destroyed: handles outlive exit
-  return *pool;
-}
-HandlePool<accel_kernel_s>& kernel_pool() {
-  static auto* pool = new HandlePool<accel_kernel_s>();
-  return *pool;
-}
+// Static storage (zero pages until used), never destroyed: handles outlive
+// exit, and the chunks they point into keep every object reachable.
+constinit SlotTable<accel_module_s> g_modules;
+constinit SlotTable<accel_kernel_s> g_kernels;
 
 constexpr const char* kFormatNames[] = {"ptx",   "cubin",    "fatbin",        "amd_code_object",
                                         "spirv", "opencl_c", "native_binary", "sim_host"};
@@ -48,23 +44,41 @@ accel_status_t module_device(const char* fn, int32_t device, Backend*& b, int32_
   return require_group(fn, *b, PluginGroup::modules);
 }
 
-accel_status_t check_module(const char* fn, accel_module_t m) {
+// The refusal of a handle that is not live: NULL, one of an object since
+// unloaded (destroyed), or a value accel never handed out.
+template <typename T>
+[[gnu::cold, gnu::noinline]] accel_status_t refuse_handle(const char* fn, const char* what,
+                                                          const SlotTable<T>& table,
+                                                          const void* handle, const char* gone) {
+  if (handle == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn, what);
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} {} is not a live {}: {}", fn, what, handle,
+               what, table.was_issued(handle) ? gone : "accel never returned it");
+}
+
+// Sets `m` to the live module `handle` names.
+accel_status_t check_module(const char* fn, accel_module_t handle, accel_module_s*& m) {
   if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
     return st;
-  if (!live(m)) [[unlikely]] {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module is {}", fn,
-                 m == nullptr ? "NULL" : "not a live module (unloaded?)");
-  }
+  m = g_modules.find(handle);
+  if (!live_as(m, handle)) [[unlikely]]
+    return refuse_handle(fn, "module", g_modules, handle, "it was unloaded");
   return ensure_ready(*m->backend);
 }
 
-[[gnu::always_inline]] inline accel_status_t check_kernel(const char* fn, accel_kernel_t k) {
+// The kernel's slot, live or not (launches count themselves in before the
+// liveness check: InFlight).
+[[gnu::always_inline]] inline accel_kernel_s* kernel_slot(accel_kernel_t handle) {
+  return g_kernels.find(handle);
+}
+
+[[gnu::always_inline]] inline accel_status_t check_kernel(const char* fn, accel_kernel_t handle,
+                                                          accel_kernel_s* k) {
   if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) [[unlikely]]
     return st;
   // seq_cst: pairs with the unload's dead store and in_flight read (InFlight).
-  if (k == nullptr || k->magic.load(std::memory_order_seq_cst) != kKernelMagic) [[unlikely]] {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is {}", fn,
-                 k == nullptr ? "NULL" : "not a live kernel (its module unloaded?)");
+  if (!live_as(k, handle, std::memory_order_seq_cst)) [[unlikely]] {
+    return refuse_handle(fn, "kernel", g_kernels, handle,
+                         "it was destroyed (its module was unloaded)");
   }
   return ensure_ready(*k->backend);
 }
@@ -225,15 +239,21 @@ accel_status_t accel_module_load(int32_t device, const accel_module_image_t* ima
         if (log.back() != '\n') log += '\n';
       }
       if (st == ACCEL_SUCCESS) {
-        accel_module_s* m = module_pool().acquire();
+        accel_module_s* m = g_modules.acquire();
+        if (m == nullptr) {
+          b->api.module_unload(native);
+          thread_state().build_log = std::move(log);
+          return failf(ACCEL_ERROR_OUT_OF_MEMORY, "{}: no room for another module handle", fn);
+        }
         m->backend = b;
         m->device = target;
         m->format = im.format;
         m->native = native;
         m->kernels.clear();
-        m->magic.store(kModuleMagic, std::memory_order_release);
+        const uintptr_t h = SlotTable<accel_module_s>::handle_of(*m);
+        m->handle.store(h, std::memory_order_release);
         thread_state().build_log = std::move(log);
-        *module = m;
+        *module = reinterpret_cast<accel_module_t>(h);
         return ACCEL_SUCCESS;
       }
       // A malformed image or a failed build: the next image may do.
@@ -275,48 +295,49 @@ accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* len
 accel_status_t accel_module_unload(accel_module_t module) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (auto st = check_module(fn, module); st != ACCEL_SUCCESS) return st;
-    Backend& b = *module->backend;
+    accel_module_s* m = nullptr;
+    if (auto st = check_module(fn, module, m); st != ACCEL_SUCCESS) return st;
+    Backend& b = *m->backend;
     if (const HostCall* call = running_host_call();
-        call != nullptr && call->backend == &b && call->device == module->device) [[unlikely]] {
+        call != nullptr && call->backend == &b && call->device == m->device) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: called from a host function running on a stream of {} device {}; "
                    "unloading waits for the device, so it would wait for the host function "
                    "itself",
-                   fn, b.name, module->device);
+                   fn, b.name, m->device);
     }
     // Dead first, so a launch or kernel lookup from now on is refused
     // instead of being queued behind the wait below and then running code
     // that is gone (the breaker's unload-while-launching crash on sim).
-    uint32_t expected = kModuleMagic;
-    if (!module->magic.compare_exchange_strong(expected, kDeadMagic)) {
+    uintptr_t expected = reinterpret_cast<uintptr_t>(module);
+    if (!m->handle.compare_exchange_strong(expected, 0)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
     }
     std::vector<accel_kernel_s*> kernels;
     {
       // accel_module_get_kernel checks the module again under this lock,
       // so no kernel is added after the swap.
-      std::lock_guard lock(module->kernels_mutex);
-      kernels.swap(module->kernels);
+      std::lock_guard lock(m->kernels_mutex);
+      kernels.swap(m->kernels);
     }
-    for (accel_kernel_s* k : kernels) k->magic.store(kDeadMagic, std::memory_order_seq_cst);
+    for (accel_kernel_s* k : kernels) k->handle.store(0, std::memory_order_seq_cst);
     for (accel_kernel_s* k : kernels) drain_launches(*k);
     // cuModuleUnload (and the others) must not free code a queued launch
     // runs. On failure the objects are destroyed anyway: the handles are
     // dead already and could not be unloaded again.
-    accel_status_t result = call_plugin(b, "device_synchronize",
-                                        [&] { return b.api.device_synchronize(module->device); });
+    accel_status_t result =
+        call_plugin(b, "device_synchronize", [&] { return b.api.device_synchronize(m->device); });
     for (accel_kernel_s* k : kernels) {
       auto st = call_plugin(b, "kernel_destroy", [&] { return b.api.kernel_destroy(k->native); });
       if (result == ACCEL_SUCCESS) result = st;
       k->native = nullptr;
       k->params.clear();
-      kernel_pool().release(k);
+      g_kernels.release(k);
     }
-    auto st = call_plugin(b, "module_unload", [&] { return b.api.module_unload(module->native); });
+    auto st = call_plugin(b, "module_unload", [&] { return b.api.module_unload(m->native); });
     if (result == ACCEL_SUCCESS) result = st;
-    module->native = nullptr;
-    module_pool().release(module);
+    m->native = nullptr;
+    g_modules.release(m);
     return result;
   });
 }
@@ -328,29 +349,34 @@ accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
     if (kernel == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is NULL", fn);
     if (name == nullptr || name[0] == '\0')
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: name is NULL or empty", fn);
-    if (auto st = check_module(fn, module); st != ACCEL_SUCCESS) return st;
-    Backend& b = *module->backend;
+    accel_module_s* m = nullptr;
+    if (auto st = check_module(fn, module, m); st != ACCEL_SUCCESS) return st;
+    Backend& b = *m->backend;
     // One lock per module: creating a kernel is rare, and the same name must
     // give the same handle.
-    std::lock_guard lock(module->kernels_mutex);
-    if (!live(module)) {
+    std::lock_guard lock(m->kernels_mutex);
+    if (!live_as(m, module)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
     }
-    for (accel_kernel_s* k : module->kernels) {
+    for (accel_kernel_s* k : m->kernels) {
       if (k->name == name) {
-        *kernel = k;
+        *kernel = reinterpret_cast<accel_kernel_t>(k->handle.load(std::memory_order_relaxed));
         return ACCEL_SUCCESS;
       }
     }
     accel_plugin_kernel_t native = nullptr;
     if (auto st = call_plugin(b, "kernel_create",
-                              [&] { return b.api.kernel_create(module->native, name, &native); });
+                              [&] { return b.api.kernel_create(m->native, name, &native); });
         st != ACCEL_SUCCESS)
       return st;
-    accel_kernel_s* k = kernel_pool().acquire();
-    k->module = module;
+    accel_kernel_s* k = g_kernels.acquire();
+    if (k == nullptr) {
+      b.api.kernel_destroy(native);
+      return failf(ACCEL_ERROR_OUT_OF_MEMORY, "{}: no room for another kernel handle", fn);
+    }
+    k->module = m;
     k->backend = &b;
-    k->device = module->device;
+    k->device = m->device;
     k->native = native;
     k->name = name;
     k->max_threads_per_block = -1;
@@ -360,12 +386,13 @@ accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
     if (auto st = describe_kernel(b, *k); st != ACCEL_SUCCESS) {
       b.api.kernel_destroy(native);
       k->native = nullptr;
-      kernel_pool().release(k);
+      g_kernels.release(k);
       return st;
     }
-    module->kernels.push_back(k);
-    k->magic.store(kKernelMagic, std::memory_order_release);
-    *kernel = k;
+    m->kernels.push_back(k);
+    const uintptr_t h = SlotTable<accel_kernel_s>::handle_of(*k);
+    k->handle.store(h, std::memory_order_release);
+    *kernel = reinterpret_cast<accel_kernel_t>(h);
     return ACCEL_SUCCESS;
   });
 }
@@ -380,18 +407,19 @@ accel_status_t accel_kernel_get_attributes(accel_kernel_t kernel,
                    "sizeof(accel_kernel_attributes_t))",
                    fn);
     }
-    if (auto st = check_kernel(fn, kernel); st != ACCEL_SUCCESS) return st;
-    Backend& b = *kernel->backend;
+    accel_kernel_s* k = kernel_slot(kernel);
+    if (auto st = check_kernel(fn, kernel, k); st != ACCEL_SUCCESS) return st;
+    Backend& b = *k->backend;
     accel_kernel_attributes_t a{};
     a.struct_size = sizeof a;
     a.max_threads_per_block = a.static_shared_bytes = a.private_bytes = -1;
     a.num_registers = a.preferred_block_multiple = -1;
     a.num_args = -1;
     if (auto st = call_plugin(b, "kernel_get_attributes",
-                              [&] { return b.api.kernel_get_attributes(kernel->native, &a); });
+                              [&] { return b.api.kernel_get_attributes(k->native, &a); });
         st != ACCEL_SUCCESS)
       return st;
-    a.num_args = kernel->params_known ? static_cast<int32_t>(kernel->params.size()) : -1;
+    a.num_args = k->params_known ? static_cast<int32_t>(k->params.size()) : -1;
     *attributes = a;
     return ACCEL_SUCCESS;
   });
@@ -405,8 +433,11 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
     // stores dead, then reads the count), out when the plugin returned.
     if (kernel == nullptr) [[unlikely]]
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: kernel is NULL", fn);
-    InFlight in_flight(*kernel);
-    if (auto st = check_kernel(fn, kernel); st != ACCEL_SUCCESS) [[unlikely]]
+    accel_kernel_s* k = kernel_slot(kernel);
+    if (k == nullptr) [[unlikely]]
+      return check_kernel(fn, kernel, k);
+    InFlight in_flight(*k);
+    if (auto st = check_kernel(fn, kernel, k); st != ACCEL_SUCCESS) [[unlikely]]
       return st;
     if (config == nullptr || config->struct_size < sizeof(accel_launch_config_t)) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -414,50 +445,53 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
                    "sizeof(accel_launch_config_t))",
                    fn);
     }
-    Backend& b = *kernel->backend;
+    Backend& b = *k->backend;
     accel_stream_t stream = config->stream;
     if (stream == nullptr) {
-      if (auto st = current_stream(b, kernel->device, stream); st != ACCEL_SUCCESS) return st;
+      if (auto st = current_stream(b, k->device, stream); st != ACCEL_SUCCESS) return st;
     } else if (!live(stream)) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is not a live stream (destroyed?)",
                    fn);
-    } else if (stream->backend != &b || stream->device != kernel->device) [[unlikely]] {
+    } else if (stream->backend != &b || stream->device != k->device) [[unlikely]] {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the stream belongs to {} device {}, kernel '{}' to {} device {}", fn,
-                   stream->backend->name, stream->device, kernel->name, b.name, kernel->device);
+                   stream->backend->name, stream->device, k->name, b.name, k->device);
     }
     const accel_dim3_t grid = config->grid;
     const accel_dim3_t block = config->block;
     if (block.x == 0 || block.y == 0 || block.z == 0) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: kernel '{}': block ({}, {}, {}) has a 0 extent (each must be >= 1)", fn,
-                   kernel->name, block.x, block.y, block.z);
+                   k->name, block.x, block.y, block.z);
     }
     // x * y fits 64 bits; times z may not (2^22 * 2^22 * 2^20 wraps to 0).
     uint64_t threads = 0;
     const bool wraps = __builtin_mul_overflow(uint64_t{block.x} * block.y, block.z, &threads);
-    if (kernel->max_threads_per_block > 0 &&
-        (wraps || threads > static_cast<uint64_t>(kernel->max_threads_per_block))) [[unlikely]] {
+    if (k->max_threads_per_block > 0 &&
+        (wraps || threads > static_cast<uint64_t>(k->max_threads_per_block))) [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
                    "{} per block on {} device {}",
-                   fn, kernel->name, block.x, block.y, block.z, threads,
-                   kernel->max_threads_per_block, b.name, kernel->device);
+                   fn, k->name, block.x, block.y, block.z, threads, k->max_threads_per_block,
+                   b.name, k->device);
     }
     // A kernel without parameters launched without arguments (the launch
     // overhead benchmark's case) has nothing to check: no call.
-    if (num_args != 0 || !kernel->params_known || !kernel->params.empty()) {
-      if (auto st = check_kernel_args(fn, *kernel, args, num_args); st != ACCEL_SUCCESS) return st;
+    if (num_args != 0 || !k->params_known || !k->params.empty()) {
+      if (auto st = check_kernel_args(fn, *k, args, num_args); st != ACCEL_SUCCESS) return st;
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return ACCEL_SUCCESS;  // nothing to run
     TraceSpan span(stream);
     auto st = call_plugin(b, "launch_kernel", [&] {
-      return b.api.launch_kernel(kernel->native, grid, block, config->shared_bytes, args, num_args,
+      return b.api.launch_kernel(k->native, grid, block, config->shared_bytes, args, num_args,
                                  stream->native);
     });
     if (span) {
-      span.end(st, {.kind = SpanKind::kernel, .kernel = kernel->name.c_str(), .grid = grid,
-                    .block = block, .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
+      span.end(st, {.kind = SpanKind::kernel,
+                    .kernel = k->name.c_str(),
+                    .grid = grid,
+                    .block = block,
+                    .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
     }
     return st;
   });

@@ -149,6 +149,7 @@ accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_strea
     s->device = target;
     s->priority = clamped;
     s->is_default = false;
+    s->borrowed = false;
     s->native = native;
     s->magic.store(kStreamMagic, std::memory_order_release);
     *stream = s;

@@ -33,6 +33,11 @@ struct accel_stream_s {
   int32_t device = 0;
   int32_t priority = 0;
   bool is_default = false;
+  // Made by accel_stream_from_native without ACCEL_NATIVE_TAKE_OWNERSHIP:
+  // the vendor queue is the program's, not this stream's. Every stream
+  // made otherwise owns its queue (accel_stream_from_native refuses to
+  // take a queue such a stream owns).
+  bool borrowed = false;
   accel_plugin_stream_t native = nullptr;
   accel_stream_s* next_free = nullptr;
   // Counts host-function launches on this stream; an event record keeps the
@@ -87,11 +92,18 @@ class HandlePool {
     free_ = t;
   }
   std::mutex& mutex() { return mutex_; }
+  // Calls f(t) for every object ever made, live or not, with the lock held
+  // (so none is released meanwhile).
+  template <typename F>
+  void for_each_locked(F&& f) {
+    std::lock_guard lock(mutex_);
+    for (T* t : all_) f(t);
+  }
 
  private:
   std::mutex mutex_;
   T* free_ = nullptr;
-  // Every object ever made. Nothing reads it: it keeps live handles (and,
+  // Every object ever made. Only for_each_locked reads it: it keeps live handles (and,
   // through their `native` pointers, the plugins' objects) reachable, so a
   // program that exits with streams and events it never destroyed shows no
   // leak to LeakSanitizer or valgrind; the objects are the core's anyway.

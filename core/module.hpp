@@ -1,6 +1,17 @@
-// Core-side module and kernel handles (ABI 1.2). Pooled like streams and
-// events (handles.hpp): a destroyed handle keeps its slot's memory, so a
-// stale one reads as "not live" instead of freed memory.
+// Core-side module and kernel handles (ABI 1.2).
+//
+// Unlike streams and events, these handles are not the addresses of their
+// slots: a handle value is (generation << kSlotIndexBits) | slot index, and
+// a slot's generation goes up each time it is freed. A stale handle (of an
+// unloaded module, or a kernel of one) therefore never equals the handle of
+// a newer object in the same slot, and is refused however often the slot
+// was reused (CUDA gives the same guarantee for CUmodule/CUfunction
+// only until the memory is reused; accel gives it always: a slot would have
+// to be reused 2^40 times, on 64-bit systems, for a value to repeat).
+// Finding a slot is lock-free: the index picks a chunk, and a chunk once
+// made never moves or goes away, so checking a handle is two loads and a
+// compare. A value that accel never returned finds no slot or a slot whose
+// live handle differs, and is refused without being dereferenced.
 #pragma once
 
 #include <atomic>
@@ -14,15 +25,95 @@
 
 namespace accel::core {
 
-constexpr uint32_t kModuleMagic = 0x4d4f444cu;  // "MODL"
-constexpr uint32_t kKernelMagic = 0x4b524e4cu;  // "KRNL"
+// 2^24 slots of each kind can be live at once; the rest of the value is
+// the generation (40 bits on 64-bit systems, 8 on 32-bit ones).
+constexpr unsigned kSlotIndexBits = 24;
+constexpr uintptr_t kSlotIndexMask = (uintptr_t{1} << kSlotIndexBits) - 1;
+constexpr unsigned kSlotChunkBits = 8;  // 256 slots per chunk
+constexpr uint32_t kSlotChunkSize = 1u << kSlotChunkBits;
+constexpr uint32_t kSlotChunks = 1u << (kSlotIndexBits - kSlotChunkBits);
+
+// Slots of T (which has `handle`, `index`, `generation` and `next_free`),
+// in chunks that are never freed: a stale handle reads a slot, never freed
+// memory. Index 0 is never used, so no handle is 0 (NULL).
+template <typename T>
+class SlotTable {
+ public:
+  constexpr SlotTable() = default;
+
+  // A free slot and the handle value its next object will have; nullptr
+  // when 2^24 are live or a chunk could not be allocated.
+  T* acquire() {
+    std::lock_guard lock(mutex_);
+    if (free_ != nullptr) {
+      T* t = free_;
+      free_ = t->next_free;
+      t->next_free = nullptr;
+      return t;
+    }
+    const uint32_t index = next_index_;
+    if (index > kSlotIndexMask) return nullptr;
+    const uint32_t chunk = index >> kSlotChunkBits;
+    T* slots = chunks_[chunk].load(std::memory_order_relaxed);
+    if (slots == nullptr) {
+      slots = new (std::nothrow) T[kSlotChunkSize];
+      if (slots == nullptr) return nullptr;
+      for (uint32_t i = 0; i < kSlotChunkSize; ++i) slots[i].index = (chunk << kSlotChunkBits) | i;
+      chunks_[chunk].store(slots, std::memory_order_release);
+    }
+    ++next_index_;
+    return &slots[index & (kSlotChunkSize - 1)];
+  }
+
+  // Back to the free list; handles of the slot's old object never match
+  // again (its generation moves on). The slot must be dead already.
+  void release(T* t) {
+    std::lock_guard lock(mutex_);
+    ++t->generation;
+    t->next_free = free_;
+    free_ = t;
+  }
+
+  // The value a new object in `t` is handed out as.
+  static uintptr_t handle_of(const T& t) { return (t.generation << kSlotIndexBits) | t.index; }
+
+  // The slot a handle value names, or nullptr when it names none (not a
+  // value accel made). Lock-free; the slot may hold another object or none.
+  T* find(const void* handle) const {
+    const uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+    const uintptr_t index = h & kSlotIndexMask;
+    T* slots = chunks_[index >> kSlotChunkBits].load(std::memory_order_acquire);
+    if (slots == nullptr || index == 0) [[unlikely]]
+      return nullptr;
+    return &slots[index & (kSlotChunkSize - 1)];
+  }
+
+  // Whether `handle` was ever handed out for its slot: then a handle that
+  // is not live was unloaded (or destroyed), not made up.
+  bool was_issued(const void* handle) const {
+    const T* t = find(handle);
+    if (t == nullptr) return false;
+    const uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+    std::lock_guard lock(mutex_);
+    return (h >> kSlotIndexBits) <= (t->generation & (~uintptr_t{0} >> kSlotIndexBits));
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  T* free_ = nullptr;
+  uint32_t next_index_ = 1;  // 0 is never a slot
+  std::atomic<T*> chunks_[kSlotChunks]{};
+};
 
 }  // namespace accel::core
 
 struct accel_kernel_s;
 
 struct accel_module_s {
-  std::atomic<uint32_t> magic{0};
+  // The handle this slot is live as; 0 while the slot is free or dead.
+  std::atomic<uintptr_t> handle{0};
+  uint32_t index = 0;        // the slot's place in its table, for ever
+  uintptr_t generation = 1;  // bumped by each release (SlotTable)
   accel::core::Backend* backend = nullptr;
   int32_t device = 0;
   accel_module_format_t format = ACCEL_MODULE_FORMAT_PTX;  // of the image loaded
@@ -33,11 +124,14 @@ struct accel_module_s {
 };
 
 struct accel_kernel_s {
-  std::atomic<uint32_t> magic{0};
+  // The handle this slot is live as; 0 while the slot is free or dead.
+  std::atomic<uintptr_t> handle{0};
   // Launches inside accel_launch_kernel past their liveness check: unload
   // marks the kernel dead, then waits for this to drain before it waits
   // for the device, so no launch reaches the plugin after the wait.
   std::atomic<uint32_t> in_flight{0};
+  uint32_t index = 0;
+  uintptr_t generation = 1;
   accel_module_s* module = nullptr;
   accel::core::Backend* backend = nullptr;
   int32_t device = 0;
@@ -53,11 +147,11 @@ struct accel_kernel_s {
 
 namespace accel::core {
 
-inline bool live(const accel_module_s* m) {
-  return m != nullptr && m->magic.load(std::memory_order_acquire) == kModuleMagic;
-}
-inline bool live(const accel_kernel_s* k) {
-  return k != nullptr && k->magic.load(std::memory_order_acquire) == kKernelMagic;
+// Whether slot `t` (from SlotTable::find) is live as `handle`.
+template <typename T>
+inline bool live_as(const T* t, const void* handle,
+                    std::memory_order order = std::memory_order_acquire) {
+  return t != nullptr && t->handle.load(order) == reinterpret_cast<uintptr_t>(handle);
 }
 
 }  // namespace accel::core

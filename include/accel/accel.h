@@ -840,14 +840,25 @@ ACCEL_API accel_status_t accel_device_native_handle(int32_t device, accel_native
  * accel stream does (accel_set_stream, events, copies, host functions,
  * guards) and accel_stream_destroy releases the wrapper: the queue itself
  * only with ACCEL_NATIVE_TAKE_OWNERSHIP, otherwise it must outlive the
- * wrapper and stays the program's. The backend checks what the vendor lets
+ * wrapper and stays the program's. A queue has one owner: taking
+ * ownership of a queue that a live accel stream owns (a stream of
+ * accel_stream_create, a default stream, a wrapper that took ownership;
+ * the queue accel_stream_native_handle gives for one) is refused, since it
+ * would be released twice, and the detail names the stream that owns it;
+ * without the flag such a queue can be wrapped (borrowed). A borrowed
+ * wrapper owns nothing: ownership of its queue may still be handed to a
+ * new wrapper (as CUDA and Unified Runtime allow any number of handles on
+ * one native queue, one of them owning it), and the borrowed wrapper must
+ * then be destroyed before the owning one, as always before the queue
+ * goes. The backend checks what the vendor lets
  * it check (the queue's device and context against `device`'s: CUDA,
  * HIP, OpenCL; an OpenCL queue must be in order, a Level Zero command list
  * immediate) and the detail of a refusal says what was wrong; what cannot
  * be checked (Level Zero cannot tell a list's device on loader 1.8) is the
  * caller's promise. accel_stream_priority reports 0 for it. Statuses: ACCEL_ERROR_INVALID_ARGUMENT
  * (native or stream NULL, struct_size too small, handle NULL, unknown flag bits, a queue the
- * backend refuses), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
+ * backend refuses, ACCEL_NATIVE_TAKE_OWNERSHIP of a queue an accel stream
+ * owns), ACCEL_ERROR_DEVICE_MISMATCH (type of another backend,
  * queue of another device or context), ACCEL_ERROR_NO_ACCELERATOR,
  * ACCEL_ERROR_INVALID_DEVICE, ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_OUT_OF_MEMORY, ACCEL_ERROR_BACKEND_FAILURE. Thread-safe.
@@ -1046,8 +1057,11 @@ typedef struct accel_module_image_s {
 } accel_module_image_t;
 
 /* A loaded module (a program: the kernels of one image on one device) and
- * one kernel of it. Handles are checked like streams: a destroyed one is
- * ACCEL_ERROR_INVALID_ARGUMENT until its slot is reused. */
+ * one kernel of it. Opaque values, not addresses: a handle of an unloaded
+ * module, or of a kernel of one, is ACCEL_ERROR_INVALID_ARGUMENT (the
+ * detail says it was unloaded or destroyed) in every call that takes it,
+ * always: a later module or kernel never gets an earlier one's handle. A
+ * value accel never returned is refused the same way, never read. */
 typedef struct accel_module_s* accel_module_t;
 typedef struct accel_kernel_s* accel_kernel_t;
 
@@ -1117,7 +1131,8 @@ ACCEL_API accel_status_t accel_module_unload(accel_module_t module);
  * PTX/CUDA C++ the mangled name unless declared extern "C"). The same
  * handle for the same name; valid until the module is unloaded. Statuses:
  * ACCEL_ERROR_INVALID_ARGUMENT (module not live, name NULL or empty, kernel
- * NULL, no kernel of that name in the module), ACCEL_ERROR_FORKED,
+ * NULL, no kernel of that name in the module), ACCEL_ERROR_OUT_OF_MEMORY
+ * (2^24 kernels live at once), ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE. Thread-safe. (cuModuleGetFunction,
  * urKernelCreate.) */
 ACCEL_API accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,

@@ -341,7 +341,12 @@ typedef struct accel_plugin_api {
    * name), handle, context, ordinal as accel.h's table says. The handle is
    * borrowed and must stay valid while the stream lives; work the program
    * enqueues on it must be ordered with the plugin's own work on the stream
-   * (so the plugin submits everything to that one queue, in order). */
+   * (so the plugin submits everything to that one queue, in order). The
+   * core may ask at any time while the stream lives, also holding its own
+   * locks (accel_stream_from_native compares the queue offered for
+   * ownership with that of every live stream of the backend): answer from
+   * the stream's own state, the same handle every time, with no call back
+   * into accel. */
   accel_status_t (*stream_native_handle)(accel_plugin_stream_t stream, accel_native_handle_t* out);
   /* The same for an event (the vendor event of its latest record where a
    * record makes a new one; handle NULL before the first record). */
@@ -352,8 +357,12 @@ typedef struct accel_plugin_api {
    * checked by the core to be this plugin's type of the stream table) as a
    * stream of `device`. Check what the vendor lets the plugin check (device,
    * context, in-order) and refuse with ACCEL_ERROR_INVALID_ARGUMENT or
-   * ACCEL_ERROR_DEVICE_MISMATCH and a detail saying what was wrong.
-   * stream_destroy on the result must destroy the vendor queue only when
+   * ACCEL_ERROR_DEVICE_MISMATCH and a detail saying what was wrong. With
+   * ACCEL_NATIVE_TAKE_OWNERSHIP the core has already refused a handle equal
+   * to stream_native_handle's answer for a live stream that owns its queue
+   * (stream_create's, default_stream's, a wrapper's that took ownership);
+   * a plugin that can tell one queue under two handle values refuses that
+   * case itself. stream_destroy on the result must destroy the vendor queue only when
    * flags has ACCEL_NATIVE_TAKE_OWNERSHIP; queued work still completes
    * either way. Everything else works on it as on a stream_create one. */
   accel_status_t (*stream_from_native)(int32_t device, const accel_native_handle_t* native,

@@ -6,6 +6,7 @@
 #include "conformance.hpp"
 
 #include <numeric>
+#include <sstream>
 
 using namespace conf;
 
@@ -217,6 +218,33 @@ TEST_CASE("streams made from native handles", "[interop]") {
     ACCEL_CHECK_ERROR(accel_stream_from_native(device_count(), &h, 0, &out),
                       ACCEL_ERROR_INVALID_DEVICE);
     CHECK(out == reinterpret_cast<accel_stream_t>(uintptr_t{0x1}));
+  }
+  SECTION("ownership of a queue an accel stream owns is refused") {
+    // Taking it would release the queue twice: once by the new wrapper's
+    // destroy, once by its owner's. A borrowed wrapper owns nothing, so the
+    // refusal names the owner, not the wrapper.
+    accel_stream_t borrowed = nullptr;
+    ACCEL_REQUIRE_OK(accel_stream_from_native(last, &h, 0, &borrowed));
+    std::ostringstream owner_name;
+    owner_name << static_cast<const void*>(owner.get());
+    accel_stream_t out = nullptr;
+    FreshResult r = run_in_fresh_thread(
+        [&] { return accel_stream_from_native(last, &h, ACCEL_NATIVE_TAKE_OWNERSHIP, &out); });
+    CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(contains_ci(r.after, owner_name.str()));
+    CHECK(contains_ci(r.after, "ACCEL_NATIVE_TAKE_OWNERSHIP"));
+    // Never destroyed if wrongly made: that would release the owner's queue.
+    CHECK(out == nullptr);
+    ACCEL_REQUIRE_OK(accel_stream_destroy(borrowed));
+    // The default stream's queue is accel's too.
+    const accel_native_handle_t d = native_of(globals().default_streams[last]);
+    if (d.handle != nullptr) {
+      r = run_in_fresh_thread(
+          [&] { return accel_stream_from_native(last, &d, ACCEL_NATIVE_TAKE_OWNERSHIP, &out); });
+      CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+      CHECK(out == nullptr);
+    }
+    CHECK(round_trip(owner, last, iota_bytes(4096, 5)) == iota_bytes(4096, 5));
   }
   SECTION("a queue of another device is refused") {
     if (!need_devices(2)) return;

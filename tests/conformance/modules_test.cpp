@@ -266,6 +266,56 @@ TEST_CASE("modules: kernels by name and attributes and unload", "[modules]") {
   ACCEL_CHECK_ERROR(accel_launch_kernel(a, &c, nullptr, 0), ACCEL_ERROR_INVALID_ARGUMENT);
 }
 
+// A stale handle must never reach a newer module or kernel, even one that
+// took its slot: each round unloads, then loads again (a pool that reuses
+// slots hands the same memory back), and every handle of every earlier
+// round must still be refused, with a message that says it is gone.
+TEST_CASE("modules: stale module and kernel handles stay refused after new loads", "[modules]") {
+  ThreadStateGuard guard;
+  if (!has_modules("stale handles")) return;
+  std::vector<accel_module_t> old_modules;
+  std::vector<accel_kernel_t> old_kernels;
+  accel_kernel_attributes_t attrs;
+  std::memset(&attrs, 0, sizeof attrs);
+  attrs.struct_size = sizeof attrs;
+  const accel_launch_config_t c = config_of({1, 1, 1}, {1, 1, 1}, nullptr);
+  for (int round = 0; round < 4; ++round) {
+    accel_module_t m = load_kernels();
+    if (m == nullptr) return;
+    accel_kernel_t k = nullptr;
+    ACCEL_REQUIRE_OK(accel_module_get_kernel(m, "empty", &k));
+    INFO("round " << round);
+    for (accel_module_t old : old_modules) CHECK(old != m);
+    for (accel_kernel_t old : old_kernels) CHECK(old != k);
+    for (accel_module_t old : old_modules) {
+      accel_kernel_t out = nullptr;
+      FreshResult r =
+          run_in_fresh_thread([&] { return accel_module_get_kernel(old, "empty", &out); });
+      CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+      CHECK(contains_ci(r.after, "unloaded"));
+      CHECK(out == nullptr);
+      r = run_in_fresh_thread([&] { return accel_module_unload(old); });
+      CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+      CHECK(contains_ci(r.after, "unloaded"));
+    }
+    for (accel_kernel_t old : old_kernels) {
+      FreshResult r = run_in_fresh_thread([&] { return accel_kernel_get_attributes(old, &attrs); });
+      CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+      CHECK(contains_ci(r.after, "destroyed"));
+      r = run_in_fresh_thread([&] { return accel_launch_kernel(old, &c, nullptr, 0); });
+      CHECK(r.status == ACCEL_ERROR_INVALID_ARGUMENT);
+      CHECK(contains_ci(r.after, "destroyed"));
+    }
+    // The live ones work all the same.
+    ACCEL_CHECK_OK(accel_kernel_get_attributes(k, &attrs));
+    ACCEL_CHECK_OK(accel_launch_kernel(k, &c, nullptr, 0));
+    ACCEL_REQUIRE_OK(synchronize(-1));
+    ACCEL_REQUIRE_OK(accel_module_unload(m));
+    old_modules.push_back(m);
+    old_kernels.push_back(k);
+  }
+}
+
 TEST_CASE("modules: the reference kernels compute", "[modules]") {
   ThreadStateGuard guard;
   if (!has_modules("compute")) return;
