@@ -89,20 +89,25 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
   return guarded("mem_free", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    size_t bytes = 0;
+    // Out of the registry before zeMemFree: once the driver has the memory
+    // back, another thread's zeMemAllocDevice (of any device: the registry
+    // is keyed by address) may get the same address and register it, and an
+    // erase after the free would drop that live allocation instead.
+    std::map<uintptr_t, Allocation>::node_type entry;
     {
       std::lock_guard lock(registry_mutex());
       auto it = registry().find(reinterpret_cast<uintptr_t>(ptr));
       if (it == registry().end() || it->second.dev != d)
         return fail(ACCEL_ERROR_INVALID_ARGUMENT, "mem_free: %p is not a live allocation of %s",
                     ptr, d->label());
-      bytes = it->second.bytes;
+      entry = registry().extract(it);
     }
+    const size_t bytes = entry.mapped().bytes;
     ze_result_t r = ze.zeMemFree(d->driver->context, ptr);
-    if (r != ZE_RESULT_SUCCESS) return vendor_fail("zeMemFree", r, d->driver->handle);
-    {
+    if (r != ZE_RESULT_SUCCESS) {
       std::lock_guard lock(registry_mutex());
-      registry().erase(reinterpret_cast<uintptr_t>(ptr));
+      registry().insert(std::move(entry));  // still ours: nothing changes
+      return vendor_fail("zeMemFree", r, d->driver->handle);
     }
     d->allocated.fetch_sub(bytes, std::memory_order_relaxed);
     return ACCEL_SUCCESS;
@@ -257,11 +262,14 @@ accel_status_t op_host_free(void* ptr) {
         return fail(ACCEL_ERROR_INVALID_ARGUMENT, "host_free: %p is not a live host_alloc pointer",
                     ptr);
       drv = it->second;
+      host_allocations().erase(it);  // before the free: see op_mem_free
     }
     ze_result_t r = ze.zeMemFree(drv->context, ptr);
-    if (r != ZE_RESULT_SUCCESS) return vendor_fail("zeMemFree", r, drv->handle);
-    std::lock_guard lock(registry_mutex());
-    host_allocations().erase(reinterpret_cast<uintptr_t>(ptr));
+    if (r != ZE_RESULT_SUCCESS) {
+      std::lock_guard lock(registry_mutex());
+      host_allocations().emplace(reinterpret_cast<uintptr_t>(ptr), drv);
+      return vendor_fail("zeMemFree", r, drv->handle);
+    }
     return ACCEL_SUCCESS;
   });
 }
