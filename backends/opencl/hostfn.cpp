@@ -16,7 +16,7 @@
 // submits the deferred work. There is a worker per outstanding host function
 // (threads are started at submission, never in the callback), so a function
 // that waits for another stream's host function cannot starve the pool. Idle
-// workers exit after a few seconds.
+// workers exit after a few seconds, except once the process is exiting.
 #include "backend.hpp"
 
 #include <chrono>
@@ -44,6 +44,7 @@ struct Executor {
   Task* tail = nullptr;
   size_t threads = 0;
   size_t outstanding = 0;  // launched and not finished
+  bool exiting = false;    // set at exit: idle workers stay (see AtExit)
 };
 
 // Never destroyed: workers may still be waiting on it at exit.
@@ -51,6 +52,19 @@ Executor& executor() {
   static Executor* x = new Executor();
   return *x;
 }
+
+// Runs among the exit-time destructors, before LeakSanitizer's exit check
+// (registered earlier, so run later). From then on an idle worker keeps
+// waiting instead of exiting: a thread ending while LSan stops the world to
+// scan it makes LSan's tracer fault ("LeakSanitizer has encountered a fatal
+// error"), which an idle timeout landing at exit did in CI.
+struct AtExit {
+  ~AtExit() {
+    Executor& x = executor();
+    std::lock_guard<std::mutex> lock(x.mu);
+    x.exiting = true;
+  }
+} at_exit;
 
 // Completes a device gate's user event (releasing the caller's reference):
 // the barrier waiting on it, and everything after it on the queue, may run.
@@ -98,7 +112,7 @@ void worker() {
     if (!x.head) {
       bool woke = x.cv.wait_for(lock, std::chrono::seconds(5), [&] { return x.head != nullptr; });
       if (!woke) {
-        if (x.threads > x.outstanding) {
+        if (x.threads > x.outstanding && !x.exiting) {
           --x.threads;
           return;
         }
