@@ -27,6 +27,8 @@ inline constexpr int kMaxDepth = 32;
 // with thousands of kernels stay far below it.
 inline constexpr size_t kMaxValues = size_t{1} << 21;
 
+struct MapEntry;
+
 struct Value {
   enum class Type { nil, boolean, uint, sint, floating, string, binary, array, map, ext };
   Type type = Type::nil;
@@ -36,7 +38,10 @@ struct Value {
   double f = 0;
   std::string_view s;        // string, binary, ext payload: points into the input
   std::vector<Value> items;  // array
-  std::vector<std::pair<Value, Value>> entries;  // map, in document order
+  // A map's entries, in document order. MapEntry, not std::pair<Value, Value>:
+  // a pair of an incomplete type is ill-formed (libstdc++'s pair checks its
+  // members while Value is still being defined; clang rejects it).
+  std::vector<MapEntry> entries;
 
   // The value of the first map entry whose key is the string `key`, or
   // nullptr (also when this is no map).
@@ -44,6 +49,11 @@ struct Value {
   // A non-negative integer that fits `out`.
   bool as_size(uint64_t& out) const noexcept;
   bool is_string() const noexcept { return type == Type::string; }
+};
+
+struct MapEntry {
+  Value key;
+  Value value;
 };
 
 // Reads one value from the start of [data, data + size). On success sets
