@@ -7,7 +7,7 @@
 //    opencl backend on PoCL with ACCEL_BACKEND=opencl). run.py runs it again
 //    in a process with ACCEL_ALLOC_CONF=backend:native (read once, so it
 //    cannot change within a process): the same pair as one vendor
-//    allocation and one vendor free, as before the cache.
+//    allocation and one vendor free, with no cache.
 //  - BM_ocl_vendor_svm_pair/N: clSVMAlloc + clSVMFree, what accel's opencl
 //    backend does per allocation, called directly in the cl_context of
 //    accel's device 0 (accel_device_native_handle), so both sides use the

@@ -1,5 +1,5 @@
 // count_concurrent: would counting backends concurrently make discovery
-// faster? The experiment of issue 16 part 3, without changing the core:
+// faster? Measured without changing the core:
 // this program does what discovery does for each plugin file (dlopen, the
 // entry, init, device_count) either one plugin after the other, as the core
 // does, or one thread per plugin, and prints how long each step took as

@@ -10,8 +10,8 @@
 // Written to CUDA's ordering rules, which accel implements: memory from
 // accel_malloc_async(s) is ready in s's order only, so another stream that
 // touches it first waits for an event recorded on s (the shared soak this
-// replaces did not, which is what its 0x5a mismatches were: see the closing
-// note of issue #31 and docs/memory.md, "Using a block on another stream").
+// this follows does not, which gives 0x5a mismatches on some runs: see
+// docs/memory.md, "Using a block on another stream").
 //
 // Environment: SOAK_SECONDS (default 5), SOAK_SEED (default: time),
 // SOAK_HOSTFN_CALLS=1 (host functions also call accel_malloc/accel_free and
