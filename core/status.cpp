@@ -1,5 +1,6 @@
 // Status names and messages (libuv's uv_err_name / uv_strerror pair).
 #include "accel/accel.h"
+#include "enum_value.hpp"
 
 namespace {
 
@@ -34,17 +35,17 @@ constexpr const char* kBackendStatus[] = {"available", "no_devices", "unavailabl
 extern "C" {
 
 const char* accel_status_name(accel_status_t status) {
-  auto i = static_cast<unsigned>(status);
+  auto i = static_cast<unsigned>(accel::core::enum_value(status));
   return i < ACCEL_STATUS_COUNT ? kStatus[i].name : "ACCEL_STATUS_UNKNOWN";
 }
 
 const char* accel_status_message(accel_status_t status) {
-  auto i = static_cast<unsigned>(status);
+  auto i = static_cast<unsigned>(accel::core::enum_value(status));
   return i < ACCEL_STATUS_COUNT ? kStatus[i].message : "unknown status";
 }
 
 const char* accel_backend_status_name(accel_backend_status_t status) {
-  auto i = static_cast<unsigned>(status);
+  auto i = static_cast<unsigned>(accel::core::enum_value(status));
   return i < sizeof kBackendStatus / sizeof kBackendStatus[0] ? kBackendStatus[i] : "unknown";
 }
 

@@ -23,6 +23,11 @@
 #include "proc_gpus.hpp"
 #include "visible_devices.hpp"
 
+// NVML's device type, declared where nvml.h declares it (global, C): a
+// function type naming a struct of accel's namespace would not be the type
+// libnvidia-ml's functions have (clang's -fsanitize=function checks it).
+struct nvmlDevice_st;
+
 namespace accel::cuda {
 
 namespace {
@@ -33,8 +38,7 @@ bool g_ran_cuinit = false;  // counting went through the driver
 std::string g_source;
 
 // The slice of NVML used here (nvml.h is not needed to build).
-struct nvmlDevice_st;
-using nvmlDevice_t = nvmlDevice_st*;
+using nvmlDevice_t = ::nvmlDevice_st*;
 using NvmlRet = int;
 struct Nvml {
   NvmlRet (*init)();

@@ -58,6 +58,10 @@ int main(void) {
   CHECK(strlen(accel_version()) > 0);
   CHECK(strcmp(accel_status_name(ACCEL_ERROR_INVALID_DEVICE), "ACCEL_ERROR_INVALID_DEVICE") == 0);
   CHECK(strlen(accel_status_message(ACCEL_SUCCESS)) > 0);
+  /* C may pass any int as an enum: an unknown one, negative too, has a name. */
+  CHECK(strcmp(accel_status_name((accel_status_t)-1), "ACCEL_STATUS_UNKNOWN") == 0);
+  CHECK(strcmp(accel_status_message((accel_status_t)-1), "unknown status") == 0);
+  CHECK(strcmp(accel_status_name((accel_status_t)ACCEL_STATUS_COUNT), "ACCEL_STATUS_UNKNOWN") == 0);
 
   /* Device index semantics. */
   CHECK(accel_current_device_index() == 0);

@@ -54,7 +54,9 @@ TEST_CASE("every status has a distinct name and message", "[errors]") {
     CHECK(messages.insert(msg).second);
     CHECK(accel_status_name(st) == name);  // static storage
   }
-  for (int v : {-1, ACCEL_STATUS_COUNT, ACCEL_STATUS_COUNT + 1, 1000}) {
+  // Values within the enum's range only: forming -1 as accel_status_t is
+  // undefined in C++ (tests/c_api/c_api_test.c passes it from C).
+  for (int v : {ACCEL_STATUS_COUNT, ACCEL_STATUS_COUNT + 1, 1000}) {
     INFO("unknown status " << v);
     CHECK(std::string(accel_status_name(static_cast<accel_status_t>(v))) == "ACCEL_STATUS_UNKNOWN");
     CHECK(std::string(accel_status_message(static_cast<accel_status_t>(v))) == "unknown status");

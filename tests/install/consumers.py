@@ -107,22 +107,28 @@ class Stage:
     def compiler_wrappers(self, tmp):
         """In a sanitizer build the installed library needs the sanitizer
         runtimes first in the process: consumers must be built with the same
-        -fsanitize flags. The README's commands call plain cc / c++, so put
-        wrappers that add the flags ahead of them on PATH (CMake finds them
-        there too)."""
+        -fsanitize flags, by the compilers of the build (GCC's ASan runtime
+        is a shared library, clang's is linked into each program: a plugin
+        of one in a program of the other aborts with "incompatible ASan
+        runtimes"). The README's commands call plain cc / c++, so put
+        wrappers that run the build's compilers with the flags ahead of them
+        on PATH (CMake finds them there too)."""
         if self.args.sanitize in ("", "none"):
             return None
         wdir = tmp / "sanitizer-bin"
         wdir.mkdir()
-        for name in ("cc", "c++", "gcc", "g++"):
-            real = shutil.which(name)
+        compilers = {"cc": self.args.cc, "gcc": self.args.cc, "c++": self.args.cxx,
+                     "g++": self.args.cxx}
+        for name, build_compiler in compilers.items():
+            real = shutil.which(build_compiler or name)
             if real is None:
                 continue
             w = wdir / name
             w.write_text(f'#!/bin/sh\nexec "{real}" "$@" -fsanitize={self.args.sanitize}\n')
             w.chmod(0o755)
-        log(f"note: sanitizer build ({self.args.sanitize}): consumers are built with "
-            f"-fsanitize={self.args.sanitize} through wrappers in {wdir}")
+        log(f"note: sanitizer build ({self.args.sanitize}): consumers are built by "
+            f"{self.args.cc} / {self.args.cxx} with -fsanitize={self.args.sanitize} through "
+            f"wrappers in {wdir}")
         return wdir
 
     def env(self, ld_path=True):
@@ -556,6 +562,8 @@ def main():
     ap.add_argument("--plugindir", required=True)
     ap.add_argument("--version", required=True)
     ap.add_argument("--sanitize", default="none", help="the build's b_sanitize option")
+    ap.add_argument("--cc", default="", help="the build's C compiler (sanitizer builds)")
+    ap.add_argument("--cxx", default="", help="the build's C++ compiler (sanitizer builds)")
     ap.add_argument("--exe", action="append", default=None,
                     help="an executable meson installs in bindir (repeat); "
                          "default: accelctl and accel-conformance")
