@@ -4,7 +4,7 @@
 //   Note [Pools and rounding]      round_size, segment_size, take_free
 //   Note [Splitting and merging]   should_split, free_block
 //   Note [Stream ordering]         marker, Impl::free, retire_stream
-//   Note [Out of memory]           grow
+//   Note [Out of memory]           grow_pool
 // and every wait for the device follows "Waiting without the lock" below.
 #include "device_allocator.hpp"
 
@@ -548,7 +548,7 @@ struct DeviceAllocator::Impl {
   // the garbage-collection threshold the longest-unused whole free segments
   // go back to the vendor before a new segment is made (collect_garbage).
   // When the vendor refuses the new segment with ACCEL_ERROR_OUT_OF_MEMORY,
-  // grow() retries once (num_alloc_retries): it waits for every pending
+  // grow_pool() retries once (num_alloc_retries): it waits for every pending
   // free's marker and then for the device, both without the lock, returns
   // every whole free segment that nobody took meanwhile (release_cached),
   // looks in the pool again (a completed free may fit now), and else asks
@@ -561,8 +561,8 @@ struct DeviceAllocator::Impl {
   //
   // No cached block fits: a new segment from the vendor, `b` its one block,
   // or `b` from the pool after the cache was freed (Note [Out of memory]).
-  accel_status_t grow(Lock& lock, PoolSet& pool, size_t size, size_t bytes, StreamKey stream,
-                      const void* caller, Block*& b, std::string& error) {
+  accel_status_t grow_pool(Lock& lock, PoolSet& pool, size_t size, size_t bytes, StreamKey stream,
+                           const void* caller, Block*& b, std::string& error) {
     size_t seg_size = segment_size(size);
     void* raw = nullptr;
     accel_status_t st = ops.raw_alloc(seg_size, &raw);
@@ -641,7 +641,8 @@ struct DeviceAllocator::Impl {
       b = take_free(pool, stream, size);
     }
     if (b == nullptr) {
-      if (auto st = grow(lock, pool, size, bytes, stream, caller, b, error); st != ACCEL_SUCCESS)
+      if (auto st = grow_pool(lock, pool, size, bytes, stream, caller, b, error);
+          st != ACCEL_SUCCESS)
         return st;
     }
     if (should_split(b, size)) split_block(b, size, stream);
