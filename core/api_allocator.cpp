@@ -155,11 +155,10 @@ accel_status_t accel_record_stream(void* ptr, accel_stream_t stream) {
 accel_status_t accel_empty_cache(int32_t device) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
     DeviceMemory* m = find_device_memory(*b, target);
     if (m == nullptr || !caching_allocator()) return ACCEL_SUCCESS;  // nothing cached
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
@@ -177,15 +176,13 @@ accel_status_t accel_memory_stats_list(int32_t device, accel_memory_stat_t* stat
                                        size_t* count) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (count == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: count is NULL", fn);
-    if (stats == nullptr && capacity > 0) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stats is NULL but capacity is {}", fn,
-                   capacity);
-    }
+    if (auto st = check_out_array(fn, count, "count", stats, "stats", capacity, "but capacity is");
+        st != ACCEL_SUCCESS)
+      return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
     std::vector<accel::alloc::NamedValue> flat;
     accel::alloc::flatten(device_stats(*b, target), flat);
     for (size_t i = 0; i < std::min(capacity, flat.size()); ++i)
@@ -199,14 +196,10 @@ accel_status_t accel_reset_accumulated_memory_stats(int32_t device) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (DeviceMemory* m = find_device_memory(*b, target)) {
-      m->allocator.reset_accumulated();
-      std::lock_guard lock(m->native_mutex);
-      m->native_stats.reset_accumulated();
-    }
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
+    reset_memory_stats(*b, target, StatsReset::accumulated);
     return ACCEL_SUCCESS;
   });
 }
@@ -215,15 +208,14 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
                                      size_t* length) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (length == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: length is NULL", fn);
-    if (buffer == nullptr && capacity > 0) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: buffer is NULL but capacity is {}", fn,
-                   capacity);
-    }
+    if (auto st =
+            check_out_array(fn, length, "length", buffer, "buffer", capacity, "but capacity is");
+        st != ACCEL_SUCCESS)
+      return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
     KeptSnapshot kept = std::move(t_kept_snapshot);
     t_kept_snapshot = {};
     if (kept.backend == b && kept.device == target && buffer != nullptr &&

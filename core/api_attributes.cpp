@@ -28,14 +28,6 @@ constexpr uint64_t kAllDtypes =
     ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX128) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_BOOL) |
     ACCEL_DTYPE_BIT(ACCEL_DTYPE_BFLOAT16);
 
-// The current accelerator, ready, with `device` resolved.
-accel_status_t device_of(const char* fn, int32_t device, Backend*& b, int32_t& target) {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-  return ensure_ready(*b);
-}
-
 }  // namespace
 
 extern "C" {
@@ -56,7 +48,7 @@ accel_status_t accel_device_get_attribute(int32_t device, accel_device_attr_t at
     }
     Backend* b = nullptr;
     int32_t target = 0;
-    if (auto st = device_of(fn, device, b, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if (auto st = require_group(fn, *b, PluginGroup::device_attributes); st != ACCEL_SUCCESS)
       return st;
     int64_t v = 0;
@@ -71,15 +63,12 @@ accel_status_t accel_device_get_attribute(int32_t device, accel_device_attr_t at
 accel_status_t accel_get_device_capability(int32_t device, accel_device_capability_t* capability) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (capability == nullptr || capability->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: capability is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_device_capability_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, capability, "capability", "accel_device_capability_t");
+        st != ACCEL_SUCCESS)
+      return st;
     Backend* b = nullptr;
     int32_t target = 0;
-    if (auto st = device_of(fn, device, b, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     accel_device_capability_t full{};
     full.struct_size = sizeof full;
     full.supported_dtypes = kAllDtypes;
@@ -89,9 +78,7 @@ accel_status_t accel_get_device_capability(int32_t device, accel_device_capabili
       if (st != ACCEL_SUCCESS) return st;
       full.supported_dtypes &= kAllDtypes;  // a plugin only clears bits
     }
-    size_t caller_size = capability->struct_size;
-    std::memcpy(capability, &full, std::min(caller_size, sizeof full));
-    capability->struct_size = caller_size;
+    copy_sized_struct(capability, full);
     return ACCEL_SUCCESS;
   });
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "callbacks.hpp"
+#include "checks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
@@ -212,17 +213,12 @@ accel_status_t accel_synchronize(int32_t device) {
 accel_status_t accel_get_device_properties(int32_t device, accel_device_properties_t* props) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (props == nullptr || props->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: props is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_device_properties_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, props, "props", "accel_device_properties_t");
+        st != ACCEL_SUCCESS)
+      return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     // The plugin fills a full, zeroed struct of this build; the caller gets
     // as many bytes as its struct_size asks for.
     accel_device_properties_t full{};
@@ -235,10 +231,7 @@ accel_status_t accel_get_device_properties(int32_t device, accel_device_properti
     full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
     full.architecture[sizeof full.architecture - 1] = '\0';
     full.device_index = target;
-    size_t n = std::min(props->struct_size, sizeof full);
-    size_t caller_size = props->struct_size;
-    std::memcpy(props, &full, n);
-    props->struct_size = caller_size;
+    copy_sized_struct(props, full);
     return ACCEL_SUCCESS;
   });
 }

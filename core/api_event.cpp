@@ -33,10 +33,8 @@ accel_status_t accel_event_create(int32_t device, uint32_t flags, accel_event_t*
                    flags & ~ACCEL_EVENT_ENABLE_TIMING);
     }
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if (b->api.event_create == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support events", fn,
                    b->name);

@@ -245,12 +245,9 @@ accel_status_t accel_host_unregister(void* ptr) {
 accel_status_t accel_pointer_get_attributes(const void* ptr, accel_pointer_attributes_t* attrs) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (attrs == nullptr || attrs->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: attrs is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_pointer_attributes_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, attrs, "attrs", "accel_pointer_attributes_t");
+        st != ACCEL_SUCCESS)
+      return st;
     accel_pointer_attributes_t full{};
     full.struct_size = sizeof full;
     full.type = ACCEL_MEMORY_UNKNOWN;
@@ -264,9 +261,7 @@ accel_status_t accel_pointer_get_attributes(const void* ptr, accel_pointer_attri
       full.base = reinterpret_cast<void*>(a.base);
       full.size = a.bytes;
     }
-    size_t caller_size = attrs->struct_size;
-    std::memcpy(attrs, &full, std::min(caller_size, sizeof full));
-    attrs->struct_size = caller_size;
+    copy_sized_struct(attrs, full);
     return ACCEL_SUCCESS;
   });
 }
@@ -274,12 +269,9 @@ accel_status_t accel_pointer_get_attributes(const void* ptr, accel_pointer_attri
 accel_status_t accel_host_memory_stats(accel_host_memory_stats_t* stats) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (stats == nullptr || stats->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: stats is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_host_memory_stats_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, stats, "stats", "accel_host_memory_stats_t");
+        st != ACCEL_SUCCESS)
+      return st;
     accel_host_memory_stats_t full{};
     full.allocated_bytes = g_host_stats.allocated.load(std::memory_order_relaxed);
     full.peak_allocated_bytes = g_host_stats.peak.load(std::memory_order_relaxed);
@@ -287,9 +279,7 @@ accel_status_t accel_host_memory_stats(accel_host_memory_stats_t* stats) {
     full.total_allocations = g_host_stats.total.load(std::memory_order_relaxed);
     full.registered_bytes = g_host_stats.registered_bytes.load(std::memory_order_relaxed);
     full.registered_count = g_host_stats.registered.load(std::memory_order_relaxed);
-    size_t caller_size = stats->struct_size;
-    std::memcpy(stats, &full, std::min(caller_size, sizeof full));
-    stats->struct_size = caller_size;
+    copy_sized_struct(stats, full);
     return ACCEL_SUCCESS;
   });
 }
@@ -308,11 +298,9 @@ accel_status_t accel_host_memory_stats_list(accel_memory_stat_t* stats, size_t c
                                             size_t* count) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (count == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: count is NULL", fn);
-    if (stats == nullptr && capacity > 0) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stats is NULL and capacity is {}", fn,
-                   capacity);
-    }
+    if (auto st = check_out_array(fn, count, "count", stats, "stats", capacity, "and capacity is");
+        st != ACCEL_SUCCESS)
+      return st;
     std::vector<accel::alloc::NamedValue> flat;
     accel::alloc::flatten(host_cache_stats(), flat);
     for (size_t i = 0; i < flat.size() && i < capacity; ++i) {

@@ -15,13 +15,7 @@ using namespace accel::core;
 namespace {
 
 accel_status_t check_out(const char* fn, const accel_native_handle_t* out) {
-  if (out == nullptr || out->struct_size < sizeof(size_t)) {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                 "{}: out is NULL or its struct_size is not set (set it to "
-                 "sizeof(accel_native_handle_t))",
-                 fn);
-  }
-  return ACCEL_SUCCESS;
+  return check_sized_struct(fn, out, "out", "accel_native_handle_t");
 }
 
 // Runs the plugin's query into a zeroed full-size struct, then copies as
@@ -40,19 +34,14 @@ accel_status_t fill_native(const char* fn, Backend& b, const char* op, accel_nat
                  b.name);
   }
   full.backend = b.name.c_str();  // the core's copy: static storage for the caller
-  size_t caller_size = out->struct_size;
-  std::memcpy(out, &full, std::min(caller_size, sizeof full));
-  out->struct_size = caller_size;
+  copy_sized_struct(out, full);
   return ACCEL_SUCCESS;
 }
 
 // The current accelerator, ready and with native handles, and `device`
 // (negative: current) resolved to an index of it.
 accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_t& target) {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-  if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+  if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
   return require_group(fn, *b, PluginGroup::native_handles);
 }
 
@@ -86,9 +75,7 @@ accel_status_t native_device(const char* fn, int32_t device, Backend*& b, int32_
         stream->native_cached.store(true, std::memory_order_release);
       }
     }
-    size_t caller_size = out->struct_size;
-    std::memcpy(out, &full, std::min(caller_size, sizeof full));
-    out->struct_size = caller_size;
+    copy_sized_struct(out, full);
     return ACCEL_SUCCESS;
   });
 }
@@ -146,7 +133,7 @@ accel_status_t accel_stream_native_handle(accel_stream_t stream, accel_native_ha
   // Fast path: a live stream whose handle was asked before, of a backend
   // still usable in this process. Only a copy: no lock is taken, so a call
   // from a plugin callback cannot deadlock here and is not refused.
-  // A caller's struct of today's size (or larger) gets a fixed-size copy.
+  // A caller's struct of this build's size (or larger) gets a fixed-size copy.
   // native_cached is set only on a live stream and cleared by its destroy,
   // so it stands for the liveness check too (a call racing the destroy of
   // its own stream is the caller's error, as everywhere).

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "callbacks.hpp"
+#include "checks.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "runtime.hpp"
@@ -24,12 +25,8 @@ size_t accel_backend_count(void) {
 accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (info == nullptr || info->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: info is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_backend_info_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, info, "info", "accel_backend_info_t"); st != ACCEL_SUCCESS)
+      return st;
     if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
     Runtime& rt = runtime();
     if (index >= rt.entries.size()) {

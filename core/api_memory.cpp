@@ -39,13 +39,7 @@ accel_status_t check_device_range(const char* fn, const char* what, const void* 
                  "{}: {} {} belongs to {} device {} but the stream to {} device {}", fn, what, p,
                  a.backend->name, a.device, s.backend->name, s.device);
   }
-  auto offset = reinterpret_cast<uintptr_t>(p) - a.base;
-  if (bytes > a.bytes - offset) {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                 "{}: {} range of {} bytes at offset {} overruns its allocation of {} bytes", fn,
-                 what, bytes, offset, a.bytes);
-  }
-  return ACCEL_SUCCESS;
+  return check_range_fits(fn, what, p, bytes, a);
 }
 
 // A host-side pointer that is really device memory is a mixed-up kind.
@@ -221,10 +215,8 @@ accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void*
     if (ptr == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ptr is NULL", fn);
     if (bytes == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: bytes is 0", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if (auto st = require_memory_ops(fn, *b); st != ACCEL_SUCCESS) return st;
     accel_stream_s* stream = nullptr;
     if (caching_allocator()) {
@@ -349,10 +341,8 @@ accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* to
   const char* const fn = __func__;
   return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if (b->api.mem_get_info == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not report memory info", fn,
                    b->name);
@@ -369,16 +359,13 @@ accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* to
 accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (stats == nullptr || stats->struct_size < sizeof(size_t)) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: stats is NULL or its struct_size is not set (set it to "
-                   "sizeof(accel_memory_stats_t))",
-                   fn);
-    }
+    if (auto st = check_sized_struct(fn, stats, "stats", "accel_memory_stats_t");
+        st != ACCEL_SUCCESS)
+      return st;
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
     const DeviceState& ds = b->devices[target];
     accel_memory_stats_t full{};
     if (DeviceMemory* m = find_device_memory(*b, target); m != nullptr && caching_allocator()) {
@@ -394,9 +381,7 @@ accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
       full.allocation_count = ds.live_allocations.load(std::memory_order_relaxed);
       full.total_allocations = ds.total_allocations.load(std::memory_order_relaxed);
     }
-    size_t caller_size = stats->struct_size;
-    std::memcpy(stats, &full, std::min(caller_size, sizeof full));
-    stats->struct_size = caller_size;
+    copy_sized_struct(stats, full);
     return ACCEL_SUCCESS;
   });
 }
@@ -405,16 +390,12 @@ accel_status_t accel_reset_peak_memory_stats(int32_t device) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
+      return st;
     DeviceState& ds = b->devices[target];
     ds.peak.store(ds.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    if (DeviceMemory* m = find_device_memory(*b, target)) {
-      m->allocator.reset_peak();
-      std::lock_guard lock(m->native_mutex);
-      m->native_stats.reset_peak();
-    }
+    reset_memory_stats(*b, target, StatsReset::peaks);
     return ACCEL_SUCCESS;
   });
 }

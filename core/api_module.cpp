@@ -1,6 +1,7 @@
 // Modules and kernels (ABI 1.2): load the first image the device takes,
 // look kernels up by name, launch them with arguments passed at launch.
 #include <algorithm>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -37,10 +38,7 @@ std::string format_list(uint64_t mask) {
 
 // The current accelerator, ready, with the modules group and `device` resolved.
 accel_status_t module_device(const char* fn, int32_t device, Backend*& b, int32_t& target) {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-  if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-  if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+  if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
   return require_group(fn, *b, PluginGroup::modules);
 }
 
@@ -118,17 +116,23 @@ std::string log_head(const std::string& log, size_t limit = 2000) {
   return log.substr(0, limit) + "... (accel_module_build_log has the whole log)";
 }
 
-// Asks the plugin for the kernel's limits and parameters, once.
-accel_status_t describe_kernel(Backend& b, accel_kernel_s& k) {
-  accel_kernel_attributes_t attrs{};
+// The plugin's kernel_get_attributes into `attrs`, every field it leaves
+// alone -1 (unknown).
+accel_status_t query_kernel_attributes(Backend& b, const accel_kernel_s& k,
+                                       accel_kernel_attributes_t& attrs) {
+  attrs = accel_kernel_attributes_t{};
   attrs.struct_size = sizeof attrs;
   attrs.max_threads_per_block = attrs.static_shared_bytes = attrs.private_bytes = -1;
   attrs.num_registers = attrs.preferred_block_multiple = -1;
   attrs.num_args = -1;
-  if (auto st = call_plugin(b, "kernel_get_attributes",
-                            [&] { return b.api.kernel_get_attributes(k.native, &attrs); });
-      st != ACCEL_SUCCESS)
-    return st;
+  return call_plugin(b, "kernel_get_attributes",
+                     [&] { return b.api.kernel_get_attributes(k.native, &attrs); });
+}
+
+// Asks the plugin for the kernel's limits and parameters, once.
+accel_status_t describe_kernel(Backend& b, accel_kernel_s& k) {
+  accel_kernel_attributes_t attrs;
+  if (auto st = query_kernel_attributes(b, k, attrs); st != ACCEL_SUCCESS) return st;
   k.max_threads_per_block = attrs.max_threads_per_block;
   size_t count = 0;
   uint32_t flags = 0;
@@ -152,6 +156,95 @@ accel_status_t describe_kernel(Backend& b, accel_kernel_s& k) {
   return ACCEL_SUCCESS;
 }
 
+// accel_module_load's arguments: at least one image, each of a known
+// format and not empty. `given` gets the bits of the formats given.
+accel_status_t check_images(const char* fn, const accel_module_image_t* images, size_t count,
+                            uint64_t& given) {
+  if (count == 0 || images == nullptr) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: no images (images {}, count {})", fn,
+                 static_cast<const void*>(images), count);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const auto& im = images[i];
+    if (static_cast<unsigned>(im.format) >= ACCEL_MODULE_FORMAT_COUNT) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: image {} has format {}, not an accel_module_format_t", fn, i,
+                   static_cast<int>(im.format));
+    }
+    if (im.data == nullptr || im.size == 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: image {} ({}) is empty (data {}, size {})",
+                   fn, i, kFormatNames[im.format], im.data, im.size);
+    }
+    given |= ACCEL_MODULE_FORMAT_BIT(im.format);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// A handle for the module `native` the plugin loaded from an image of
+// `format`; the thread's build log becomes `log`. With no handle free, the
+// plugin's module is unloaded again and the call fails.
+accel_status_t publish_module(const char* fn, Backend& b, int32_t target,
+                              accel_module_format_t format, accel_plugin_module_t native,
+                              std::string& log, accel_module_t* module) {
+  accel_module_s* m = g_modules.acquire();
+  if (m == nullptr) {
+    b.api.module_unload(native);
+    thread_state().build_log = std::move(log);
+    return failf(ACCEL_ERROR_OUT_OF_MEMORY, "{}: no room for another module handle", fn);
+  }
+  m->backend = &b;
+  m->device = target;
+  m->format = format;
+  m->native = native;
+  m->kernels.clear();
+  const uintptr_t h = SlotTable<accel_module_s>::handle_of(*m);
+  m->handle.store(h, std::memory_order_release);
+  thread_state().build_log = std::move(log);
+  *module = reinterpret_cast<accel_module_t>(h);
+  return ACCEL_SUCCESS;
+}
+
+// Loads the first of `images` that device `target` accepts and that builds,
+// in the caller's order: a malformed image or a failed build moves on to the
+// next, any other failure stops. The thread's build log gets every tried
+// image's log, each under a header naming the image; when none loads, the
+// error is the first image's, with the head of the log.
+accel_status_t load_first_accepted(const char* fn, Backend& b, int32_t target,
+                                   std::span<const accel_module_image_t> images, uint64_t accepted,
+                                   const char* options, accel_module_t* module) {
+  std::string log;
+  std::string first_error;
+  accel_status_t first_status = ACCEL_SUCCESS;
+  const std::string opts = options == nullptr ? "" : options;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const auto& im = images[i];
+    if ((accepted & ACCEL_MODULE_FORMAT_BIT(im.format)) == 0) continue;
+    LogSink sink;
+    accel_plugin_module_t native = nullptr;
+    auto st = call_plugin(b, "module_load", [&] {
+      return b.api.module_load(target, &im, opts.c_str(), &LogSink::append, &sink, &native);
+    });
+    if (!sink.text.empty()) {
+      log += "== image " + std::to_string(i) + " (" + kFormatNames[im.format] + ") ==\n";
+      log += sink.text;
+      if (log.back() != '\n') log += '\n';
+    }
+    if (st == ACCEL_SUCCESS) return publish_module(fn, b, target, im.format, native, log, module);
+    if (st != ACCEL_ERROR_BUILD_FAILED && st != ACCEL_ERROR_INVALID_ARGUMENT) {
+      thread_state().build_log = std::move(log);
+      return st;
+    }
+    if (first_status == ACCEL_SUCCESS) {
+      first_status = st;
+      first_error =
+          fmt::format("image {} ({}): {}", i, kFormatNames[im.format], thread_state().last_error);
+    }
+  }
+  thread_state().build_log = log;
+  if (log.empty()) return failf(first_status, "{}: {}", fn, first_error);
+  return failf(first_status, "{}: {}; build log:\n{}", fn, first_error, log_head(log));
+}
+
 }  // namespace
 
 extern "C" {
@@ -167,10 +260,7 @@ accel_status_t accel_device_module_formats(int32_t device, uint64_t* formats) {
     if (formats == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: formats is NULL", fn);
     Backend* b = nullptr;
     int32_t target = 0;
-    if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if ((b->capabilities & ACCEL_PLUGIN_CAP_MODULES) == 0) {
       *formats = 0;  // documented: no modules, no formats
       return ACCEL_SUCCESS;
@@ -190,24 +280,8 @@ accel_status_t accel_module_load(int32_t device, const accel_module_image_t* ima
   return guarded(fn, [&] {
     thread_state().build_log.clear();
     if (module == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module is NULL", fn);
-    if (count == 0 || images == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: no images (images {}, count {})", fn,
-                   static_cast<const void*>(images), count);
-    }
     uint64_t given = 0;
-    for (size_t i = 0; i < count; ++i) {
-      const auto& im = images[i];
-      if (static_cast<unsigned>(im.format) >= ACCEL_MODULE_FORMAT_COUNT) {
-        return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                     "{}: image {} has format {}, not an accel_module_format_t", fn, i,
-                     static_cast<int>(im.format));
-      }
-      if (im.data == nullptr || im.size == 0) {
-        return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: image {} ({}) is empty (data {}, size {})",
-                     fn, i, kFormatNames[im.format], im.data, im.size);
-      }
-      given |= ACCEL_MODULE_FORMAT_BIT(im.format);
-    }
+    if (auto st = check_images(fn, images, count, given); st != ACCEL_SUCCESS) return st;
     Backend* b = nullptr;
     int32_t target = 0;
     if (auto st = module_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
@@ -221,66 +295,17 @@ accel_status_t accel_module_load(int32_t device, const accel_module_image_t* ima
                    "{}: {} device {} takes none of the images given: given {}; the device takes {}",
                    fn, b->name, target, format_list(given), format_list(accepted));
     }
-    std::string log;
-    std::string first_error;
-    accel_status_t first_status = ACCEL_SUCCESS;
-    const std::string opts = options == nullptr ? "" : options;
-    for (size_t i = 0; i < count; ++i) {
-      const auto& im = images[i];
-      if ((accepted & ACCEL_MODULE_FORMAT_BIT(im.format)) == 0) continue;
-      LogSink sink;
-      accel_plugin_module_t native = nullptr;
-      auto st = call_plugin(*b, "module_load", [&] {
-        return b->api.module_load(target, &im, opts.c_str(), &LogSink::append, &sink, &native);
-      });
-      if (!sink.text.empty()) {
-        log += "== image " + std::to_string(i) + " (" + kFormatNames[im.format] + ") ==\n";
-        log += sink.text;
-        if (log.back() != '\n') log += '\n';
-      }
-      if (st == ACCEL_SUCCESS) {
-        accel_module_s* m = g_modules.acquire();
-        if (m == nullptr) {
-          b->api.module_unload(native);
-          thread_state().build_log = std::move(log);
-          return failf(ACCEL_ERROR_OUT_OF_MEMORY, "{}: no room for another module handle", fn);
-        }
-        m->backend = b;
-        m->device = target;
-        m->format = im.format;
-        m->native = native;
-        m->kernels.clear();
-        const uintptr_t h = SlotTable<accel_module_s>::handle_of(*m);
-        m->handle.store(h, std::memory_order_release);
-        thread_state().build_log = std::move(log);
-        *module = reinterpret_cast<accel_module_t>(h);
-        return ACCEL_SUCCESS;
-      }
-      // A malformed image or a failed build: the next image may do.
-      if (st != ACCEL_ERROR_BUILD_FAILED && st != ACCEL_ERROR_INVALID_ARGUMENT) {
-        thread_state().build_log = std::move(log);
-        return st;
-      }
-      if (first_status == ACCEL_SUCCESS) {
-        first_status = st;
-        first_error =
-            fmt::format("image {} ({}): {}", i, kFormatNames[im.format], thread_state().last_error);
-      }
-    }
-    thread_state().build_log = log;
-    if (log.empty()) return failf(first_status, "{}: {}", fn, first_error);
-    return failf(first_status, "{}: {}; build log:\n{}", fn, first_error, log_head(log));
+    return load_first_accepted(fn, *b, target, {images, count}, accepted, options, module);
   });
 }
 
 accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* length) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (length == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: length is NULL", fn);
-    if (buffer == nullptr && capacity > 0) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: buffer is NULL with capacity {}", fn,
-                   capacity);
-    }
+    if (auto st =
+            check_out_array(fn, length, "length", buffer, "buffer", capacity, "with capacity");
+        st != ACCEL_SUCCESS)
+      return st;
     const std::string& log = thread_state().build_log;
     *length = log.size();
     if (capacity > 0) {
@@ -306,9 +331,9 @@ accel_status_t accel_module_unload(accel_module_t module) {
                    "itself",
                    fn, b.name, m->device);
     }
-    // Dead first, so a launch or kernel lookup from now on is refused
+    // Dead first, so a launch or kernel lookup from here on is refused
     // instead of being queued behind the wait below and then running code
-    // that is gone (the breaker's unload-while-launching crash on sim).
+    // that is gone.
     uintptr_t expected = reinterpret_cast<uintptr_t>(module);
     if (!m->handle.compare_exchange_strong(expected, 0)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module was unloaded by another thread", fn);
@@ -410,15 +435,8 @@ accel_status_t accel_kernel_get_attributes(accel_kernel_t kernel,
     accel_kernel_s* k = kernel_slot(kernel);
     if (auto st = check_kernel(fn, kernel, k); st != ACCEL_SUCCESS) return st;
     Backend& b = *k->backend;
-    accel_kernel_attributes_t a{};
-    a.struct_size = sizeof a;
-    a.max_threads_per_block = a.static_shared_bytes = a.private_bytes = -1;
-    a.num_registers = a.preferred_block_multiple = -1;
-    a.num_args = -1;
-    if (auto st = call_plugin(b, "kernel_get_attributes",
-                              [&] { return b.api.kernel_get_attributes(k->native, &a); });
-        st != ACCEL_SUCCESS)
-      return st;
+    accel_kernel_attributes_t a;
+    if (auto st = query_kernel_attributes(b, *k, a); st != ACCEL_SUCCESS) return st;
     a.num_args = k->params_known ? static_cast<int32_t>(k->params.size()) : -1;
     *attributes = a;
     return ACCEL_SUCCESS;

@@ -14,9 +14,7 @@ namespace {
 // resolved and different.
 accel_status_t peer_pair(const char* fn, int32_t device, int32_t peer, Backend*& b, int32_t& a,
                          int32_t& p) {
-  if (auto st = check_reentry(fn); st != ACCEL_SUCCESS) return st;
-  if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
-  if (auto st = resolve_device(fn, *b, device, a); st != ACCEL_SUCCESS) return st;
+  if (auto st = check_device(fn, device, b, a, InitBackend::no); st != ACCEL_SUCCESS) return st;
   if (auto st = resolve_device(fn, *b, peer, p); st != ACCEL_SUCCESS) return st;
   if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
   return require_group(fn, *b, PluginGroup::peer_copy);
@@ -35,13 +33,7 @@ accel_status_t check_peer_range(const char* fn, const char* what, const void* p,
                  "{}: {} {} belongs to {} device {}, not to {} device {}", fn, what, p,
                  a.backend->name, a.device, b.name, device);
   }
-  auto offset = reinterpret_cast<uintptr_t>(p) - a.base;
-  if (bytes > a.bytes - offset) {
-    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                 "{}: {} range of {} bytes at offset {} overruns its allocation of {} bytes", fn,
-                 what, bytes, offset, a.bytes);
-  }
-  return ACCEL_SUCCESS;
+  return check_range_fits(fn, what, p, bytes, a);
 }
 
 }  // namespace

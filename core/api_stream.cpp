@@ -37,6 +37,21 @@ accel_status_t check_not_own_stream(const char* fn, const accel_stream_s* s, con
                fn, s->backend->name, s->device, what);
 }
 
+// accel_stream_device and accel_stream_priority: copies `field` of a live
+// stream to `out`, which the message calls `what` when it is NULL. Reads no
+// backend, so it needs no current accelerator and initialises nothing.
+accel_status_t read_stream_field(const char* fn, accel_stream_t stream,
+                                 int32_t accel_stream_s::*field, const char* what, int32_t* out) {
+  return guarded(fn, [&] {
+    if (out == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL", fn, what);
+    if (!live(stream)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL or destroyed", fn);
+    }
+    *out = stream->*field;
+    return ACCEL_SUCCESS;
+  });
+}
+
 accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_t& greatest) {
   least = 0;
   greatest = 0;
@@ -51,10 +66,8 @@ accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_
   return guarded(fn, [&] {
     if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     return current_stream(*b, target, *stream);
   });
 }
@@ -111,10 +124,8 @@ accel_status_t accel_stream_priority_range(int32_t device, int32_t* least, int32
   const char* const fn = __func__;
   return guarded(fn, [&] {
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     int32_t lo = 0, hi = 0;
     if (auto st = priority_range(*b, target, lo, hi); st != ACCEL_SUCCESS) return st;
     if (least != nullptr) *least = lo;
@@ -128,10 +139,8 @@ accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_strea
   return guarded(fn, [&] {
     if (stream == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is NULL", fn);
     Backend* b = nullptr;
-    if (auto st = require_current(fn, b); st != ACCEL_SUCCESS) return st;
     int32_t target = 0;
-    if (auto st = resolve_device(fn, *b, device, target); st != ACCEL_SUCCESS) return st;
-    if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     int32_t least = 0, greatest = 0;
     if (auto st = priority_range(*b, target, least, greatest); st != ACCEL_SUCCESS) return st;
     // CUDA clamps an out-of-range priority rather than failing; so do we.
@@ -251,27 +260,11 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
 }
 
 accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device) {
-  const char* const fn = __func__;
-  return guarded(fn, [&] {
-    if (!live(stream) || device == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", fn,
-                   device == nullptr ? "device is NULL" : "stream is NULL or destroyed");
-    }
-    *device = stream->device;
-    return ACCEL_SUCCESS;
-  });
+  return read_stream_field(__func__, stream, &accel_stream_s::device, "device", device);
 }
 
 accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* priority) {
-  const char* const fn = __func__;
-  return guarded(fn, [&] {
-    if (!live(stream) || priority == nullptr) {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {}", fn,
-                   priority == nullptr ? "priority is NULL" : "stream is NULL or destroyed");
-    }
-    *priority = stream->priority;
-    return ACCEL_SUCCESS;
-  });
+  return read_stream_field(__func__, stream, &accel_stream_s::priority, "priority", priority);
 }
 
 accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_fn,

@@ -103,31 +103,43 @@ namespace {
 alloc::PoolKind pool_kind(size_t bytes) {
   return bytes <= alloc::kSmallSize ? alloc::kSmallPool : alloc::kLargePool;
 }
-}  // namespace
 
-void native_account_alloc(DeviceMemory& m, size_t bytes) {
+// One vendor allocation of `bytes` is one segment holding one block: counted
+// in (`allocated`) or out of every statistic that applies.
+void native_account(DeviceMemory& m, size_t bytes, bool allocated) {
   std::lock_guard lock(m.native_mutex);
   alloc::Stats& s = m.native_stats;
-  auto n = static_cast<int64_t>(bytes);
-  alloc::PoolKind k = pool_kind(bytes);
-  // One vendor allocation is one segment holding one block.
-  for (alloc::StatArray* a : {&s.allocation, &s.segment, &s.active}) add(*a, k, 1);
+  auto change = [&, k = pool_kind(bytes)](alloc::StatArray& a, int64_t n) {
+    if (allocated) {
+      add(a, k, n);
+    } else {
+      sub(a, k, n);
+    }
+  };
+  for (alloc::StatArray* a : {&s.allocation, &s.segment, &s.active}) change(*a, 1);
   for (alloc::StatArray* a :
        {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes})
-    add(*a, k, n);
-  ++s.num_device_alloc;
+    change(*a, static_cast<int64_t>(bytes));
+  ++(allocated ? s.num_device_alloc : s.num_device_free);
 }
 
-void native_account_free(DeviceMemory& m, size_t bytes) {
-  std::lock_guard lock(m.native_mutex);
-  alloc::Stats& s = m.native_stats;
-  auto n = static_cast<int64_t>(bytes);
-  alloc::PoolKind k = pool_kind(bytes);
-  for (alloc::StatArray* a : {&s.allocation, &s.segment, &s.active}) sub(*a, k, 1);
-  for (alloc::StatArray* a :
-       {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes})
-    sub(*a, k, n);
-  ++s.num_device_free;
+}  // namespace
+
+void native_account_alloc(DeviceMemory& m, size_t bytes) { native_account(m, bytes, true); }
+void native_account_free(DeviceMemory& m, size_t bytes) { native_account(m, bytes, false); }
+
+void reset_memory_stats(const Backend& b, int32_t device, StatsReset what) {
+  DeviceMemory* m = find_device_memory(b, device);
+  if (m == nullptr) return;
+  if (what == StatsReset::peaks) {
+    m->allocator.reset_peak();
+    std::lock_guard lock(m->native_mutex);
+    m->native_stats.reset_peak();
+  } else {
+    m->allocator.reset_accumulated();
+    std::lock_guard lock(m->native_mutex);
+    m->native_stats.reset_accumulated();
+  }
 }
 
 // --- PluginDeviceOps ---------------------------------------------------------

@@ -106,6 +106,12 @@ accel_status_t allocate_device_memory(const char* fn, Backend& b, int32_t device
 accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_stream_s* stream,
                                   const void* caller);
 
+// accel_reset_peak_memory_stats / accel_reset_accumulated_memory_stats:
+// resets the peaks or the accumulated counters of both books of `device`
+// (the caching allocator's and backend:native's), when it has any.
+enum class StatsReset { peaks, accumulated };
+void reset_memory_stats(const Backend& b, int32_t device, StatsReset what);
+
 // Statistics of the direct calls under backend:native.
 void native_account_alloc(DeviceMemory& m, size_t bytes);
 void native_account_free(DeviceMemory& m, size_t bytes);

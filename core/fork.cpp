@@ -15,9 +15,10 @@ namespace accel::core {
 
 namespace {
 
-// Set by install_fork_handlers() at the end of discovery, under the
-// discovery lock; the handlers read it with that lock held.
-Runtime* g_rt = nullptr;
+// The runtime once discovery has published it (g_runtime), or nullptr.
+// Discovery publishes it with the discovery lock held and prepare() takes
+// that lock first, so prepare, release and child all see the same answer.
+Runtime* discovered_runtime() { return g_runtime.load(std::memory_order_acquire); }
 // The logger's lock as prepare() took it (the logger may be created between
 // prepare and release by a thread that holds none of the other locks).
 std::mutex* g_log_locked = nullptr;
@@ -53,11 +54,12 @@ void unlock_unless_held(std::mutex& m) {
 // accel call would hang forever).
 void prepare() {
   lock_unless_held(discovery_mutex());
-  if (g_rt == nullptr) {
+  Runtime* rt = discovered_runtime();
+  if (rt == nullptr) {
     lock_log();
     return;
   }
-  for (auto& b : g_rt->entries) {
+  for (auto& b : rt->entries) {
     lock_unless_held(b->init_mutex);
     lock_unless_held(b->default_stream_mutex);
   }
@@ -71,7 +73,8 @@ void prepare() {
 
 void release() {
   unlock_log();
-  if (g_rt == nullptr) {
+  Runtime* rt = discovered_runtime();
+  if (rt == nullptr) {
     unlock_unless_held(discovery_mutex());
     return;
   }
@@ -80,7 +83,7 @@ void release() {
   allocation_mutex().unlock();
   unlock_host_caches_after_fork();
   unlock_device_memory_after_fork();
-  for (auto it = g_rt->entries.rbegin(); it != g_rt->entries.rend(); ++it) {
+  for (auto it = rt->entries.rbegin(); it != rt->entries.rend(); ++it) {
     unlock_unless_held((*it)->default_stream_mutex);
     unlock_unless_held((*it)->init_mutex);
   }
@@ -93,7 +96,8 @@ void child() {
   // fork() runs this in the forking thread, the only one the child has:
   // its cached current stream may belong to a backend that is unusable now.
   forget_stream_cache();
-  if (g_rt == nullptr) return;
+  Runtime* rt = discovered_runtime();
+  if (rt == nullptr) return;
   // One rule for every backend: the child may not use a backend that is not
   // fork-safe once the parent initialised it, or once the parent's
   // discovery (init + device_count) may have started vendor threads: PoCL's
@@ -102,7 +106,7 @@ void child() {
   // says its discovery left nothing behind with DISCOVERY_FORK_SAFE
   // (capabilities are read again after device_count, so it can depend on
   // how it counted).
-  for (auto& b : g_rt->entries) {
+  for (auto& b : rt->entries) {
     if ((b->capabilities & ACCEL_PLUGIN_CAP_FORK_SAFE) != 0) continue;
     if (initialised(*b)) {
       b->forked_reason = "was initialised before fork()";
@@ -124,8 +128,6 @@ void child() {
 [[maybe_unused]] const int g_handlers_registered = pthread_atfork(prepare, release, child);
 
 }  // namespace
-
-void install_fork_handlers(Runtime& rt) { g_rt = &rt; }
 
 std::atomic<bool> g_any_forked{false};
 

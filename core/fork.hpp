@@ -10,10 +10,6 @@
 
 namespace accel::core {
 
-struct Runtime;
-
-void install_fork_handlers(Runtime& rt);
-
 std::mutex& discovery_mutex();
 
 // Set in a fork() child once any backend became unusable there: lets a

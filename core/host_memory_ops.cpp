@@ -266,27 +266,31 @@ accel_status_t empty_host_caches() {
   return first;
 }
 
-void native_host_account_alloc(size_t bytes) {
-  auto n = static_cast<int64_t>(bytes);
+namespace {
+
+// One direct host allocation of `bytes` is one segment holding one block:
+// counted in (`allocated`) or out.
+void native_host_account(size_t bytes, bool allocated) {
   std::lock_guard lock(g_native_mutex);
   auto& s = g_native_stats;
-  s.allocation.add(1);
-  s.segment.add(1);
-  s.allocated_bytes.add(n);
-  s.reserved_bytes.add(n);
-  ++s.num_host_alloc;
+  auto change = [allocated](alloc::Stat& stat, int64_t n) {
+    if (allocated) {
+      stat.add(n);
+    } else {
+      stat.sub(n);
+    }
+  };
+  change(s.allocation, 1);
+  change(s.segment, 1);
+  change(s.allocated_bytes, static_cast<int64_t>(bytes));
+  change(s.reserved_bytes, static_cast<int64_t>(bytes));
+  ++(allocated ? s.num_host_alloc : s.num_host_free);
 }
 
-void native_host_account_free(size_t bytes) {
-  auto n = static_cast<int64_t>(bytes);
-  std::lock_guard lock(g_native_mutex);
-  auto& s = g_native_stats;
-  s.allocation.sub(1);
-  s.segment.sub(1);
-  s.allocated_bytes.sub(n);
-  s.reserved_bytes.sub(n);
-  ++s.num_host_free;
-}
+}  // namespace
+
+void native_host_account_alloc(size_t bytes) { native_host_account(bytes, true); }
+void native_host_account_free(size_t bytes) { native_host_account(bytes, false); }
 
 void lock_host_caches_for_fork() {
   g_registry_mutex.lock();

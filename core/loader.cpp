@@ -171,21 +171,23 @@ std::string plugin_said(const char* fallback) {
   return plugin_error_set() && !pe.message.empty() ? pe.message : fallback;
 }
 
-// dlopen + entry + vtable checks + init + device_count for one file.
-void load_candidate(Backend& b, const std::map<std::string, const Backend*>& names) {
+// dlopen, the entry symbol and the entry call: the plugin's vtable, or
+// nullptr with the refusal in b.reason. The first of the file's code to run
+// is the entry itself (and its static constructors, under dlopen).
+const accel_plugin_api_t* open_plugin(Backend& b) {
   b.handle = dlopen(b.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (b.handle == nullptr) {
     const char* err = dlerror();
     b.reason = fmt::format("dlopen failed: {} (plugin-abi rule 9)",
                            err != nullptr ? err : "unknown error");
-    return;
+    return nullptr;
   }
   dlerror();
   void* sym = dlsym(b.handle, ACCEL_PLUGIN_ENTRY_NAME);
   if (sym == nullptr) {
     b.reason = fmt::format("no entry symbol '{}' (not an accel plugin) (plugin-abi rule 10)",
                            ACCEL_PLUGIN_ENTRY_NAME);
-    return;
+    return nullptr;
   }
   auto entry = reinterpret_cast<accel_plugin_entry_fn>(sym);
   init_host_services(b);
@@ -201,42 +203,56 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
         "(plugin-abi rule 11)",
         ACCEL_PLUGIN_ENTRY_NAME, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
         plugin_error_set() ? ": " + plugin_error().message : "");
-    return;
   }
+  return api;
+}
+
+// Checks the vtable's size and ABI version before reading any member past
+// them, then copies into b.api as many bytes as both sides know. False, with
+// the refusal in b.reason, when the table is too small or of another major.
+bool copy_vtable(Backend& b, const accel_plugin_api_t& api) {
   constexpr size_t header = offsetof(accel_plugin_api_t, abi_minor) + sizeof(uint32_t);
-  if (api->struct_size < header) {
+  if (api.struct_size < header) {
     b.reason = fmt::format(
         "vtable struct_size {} is too small to hold its ABI version "
         "(need {} bytes for ABI {}.{}: {}) (plugin-abi rule 12)",
-        api->struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
+        api.struct_size, ACCEL_PLUGIN_API_V1_SIZE, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR,
         "vtable too small");
-    return;
+    return false;
   }
-  b.abi_major = api->abi_major;
-  b.abi_minor = api->abi_minor;
-  if (api->abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
+  b.abi_major = api.abi_major;
+  b.abi_minor = api.abi_minor;
+  if (api.abi_major != ACCEL_PLUGIN_ABI_MAJOR) {
     b.reason = fmt::format(
         "plugin ABI {}.{} is not supported: this core speaks ABI {}.{} "
         "(plugin-abi rule 13)",
-        api->abi_major, api->abi_minor, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR);
-    return;
+        api.abi_major, api.abi_minor, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_ABI_MINOR);
+    return false;
   }
-  if (api->struct_size < ACCEL_PLUGIN_API_V1_SIZE) {
+  if (api.struct_size < ACCEL_PLUGIN_API_V1_SIZE) {
     b.reason = fmt::format(
         "vtable struct_size {} is smaller than ABI {}.0 requires ({} bytes) "
         "(plugin-abi rule 12)",
-        api->struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
-    return;
+        api.struct_size, ACCEL_PLUGIN_ABI_MAJOR, ACCEL_PLUGIN_API_V1_SIZE);
+    return false;
   }
-  std::memcpy(&b.api, api, std::min(api->struct_size, sizeof(accel_plugin_api_t)));
-  b.api.struct_size = api->struct_size;
+  std::memcpy(&b.api, &api, std::min(api.struct_size, sizeof(accel_plugin_api_t)));
+  b.api.struct_size = api.struct_size;
   // Members after ABI 1.0 count only when struct_size covers all of them:
   // a size ending inside a pointer must not leave half of one behind.
-  if (api->struct_size < offsetof(accel_plugin_api_t, runtime_version) + sizeof(void*))
+  if (api.struct_size < offsetof(accel_plugin_api_t, runtime_version) + sizeof(void*))
     b.api.runtime_version = nullptr;
+  return true;
+}
+
+// The copied vtable's contents: a valid name, a priority the file's location
+// allows (lowered, with a note, otherwise), consistent capability groups,
+// every required operation, no half-set optional group. False, with the
+// refusal in b.reason, on the first that fails.
+bool check_vtable(Backend& b, const accel_plugin_api_t& api) {
   if (!valid_name(b.api.name)) {
     b.reason = name_refusal(b.api.name);
-    return;
+    return false;
   }
   b.name = b.api.name;
   b.priority = b.api.priority;
@@ -249,44 +265,45 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     b.priority = kThirdPartyPriorityMax;
   }
   b.capabilities = b.api.capabilities;
-  if (auto m = check_plugin_groups(b.api, api->struct_size, b.capabilities); !m.empty()) {
+  if (auto m = check_plugin_groups(b.api, api.struct_size, b.capabilities); !m.empty()) {
     b.reason = m;
-    return;
+    return false;
   }
   b.capabilities = with_group_bits(b.api, b.capabilities);
   if (auto m = missing_required(b.api); !m.empty()) {
     b.reason = m;
-    return;
+    return false;
   }
   if (auto m = partial_group(b.api); !m.empty()) {
     b.reason = m;
-    return;
+    return false;
   }
-  if (auto it = names.find(b.name); it != names.end()) {
-    b.status = ACCEL_BACKEND_DUPLICATE;
-    b.reason = fmt::format(
-        "duplicate backend name '{}': already provided by {} "
-        "(plugin-abi rule 17)",
-        b.name, it->second->path);
-    return;
-  }
-  b.loaded = true;
-  b.discovered = true;
+  return true;
+}
 
-  if (b.api.init != nullptr) {
-    LockedCallbackScope in_callback(b, "init", "discovery", discovery_mutex());
-    begin_plugin_call();
-    accel_status_t st = b.api.init();
-    if (st != ACCEL_SUCCESS) {
-      b.status = st == ACCEL_ERROR_BACKEND_UNAVAILABLE ? ACCEL_BACKEND_UNAVAILABLE
-                                                       : ACCEL_BACKEND_REJECTED;
-      b.reason = fmt::format("init failed ({}): {}", accel_status_name(st),
-                             plugin_said(accel_status_message(st)));
-      if (st == ACCEL_ERROR_BACKEND_UNAVAILABLE) b.reason = plugin_said("vendor library missing");
-      b.reason += " (plugin-abi rule 23)";
-      return;
-    }
-  }
+// The plugin's init, when it has one. False, with the status
+// (unavailable or rejected) and reason set, when it fails.
+bool run_init(Backend& b) {
+  if (b.api.init == nullptr) return true;
+  LockedCallbackScope in_callback(b, "init", "discovery", discovery_mutex());
+  begin_plugin_call();
+  accel_status_t st = b.api.init();
+  if (st == ACCEL_SUCCESS) return true;
+  b.status =
+      st == ACCEL_ERROR_BACKEND_UNAVAILABLE ? ACCEL_BACKEND_UNAVAILABLE : ACCEL_BACKEND_REJECTED;
+  b.reason = fmt::format("init failed ({}): {}", accel_status_name(st),
+                         plugin_said(accel_status_message(st)));
+  if (st == ACCEL_ERROR_BACKEND_UNAVAILABLE) b.reason = plugin_said("vendor library missing");
+  b.reason += " (plugin-abi rule 23)";
+  return false;
+}
+
+// device_count, then the checks on its answer: the native-current-device
+// capability unchanged since the entry returned (`api` is the plugin's own
+// table), a count of zero or more. On success the final capabilities, the
+// per-device state, the status (available or no_devices) and the runtime
+// version; otherwise the status and reason of the refusal.
+void count_devices(Backend& b, const accel_plugin_api_t& api) {
   int32_t count = 0;
   accel_status_t st = ACCEL_SUCCESS;
   {
@@ -295,7 +312,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     st = b.api.device_count(&count);
   }
   if (b.native_current_device() !=
-      ((api->capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
+      ((api.capabilities & ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE) != 0)) {
     b.status = ACCEL_BACKEND_REJECTED;
     b.reason =
         "the native-current-device capability changed after the entry returned "
@@ -316,7 +333,7 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
   }
   // Capabilities may depend on what device_count found (e.g. an OpenCL
   // extension on some device), so they are final only now.
-  b.capabilities = with_group_bits(b.api, api->capabilities);
+  b.capabilities = with_group_bits(b.api, api.capabilities);
   b.api.capabilities = b.capabilities;
   b.device_count = count;
   b.devices = std::make_unique<DeviceState[]>(static_cast<size_t>(count));
@@ -326,6 +343,26 @@ void load_candidate(Backend& b, const std::map<std::string, const Backend*>& nam
     LockedCallbackScope in_callback(b, "runtime_version", "discovery", discovery_mutex());
     query_runtime_version(b, /*initialised=*/false);
   }
+}
+
+// One candidate file: opened and its vtable checked (nothing of the plugin
+// runs but its entry until all checks pass), refused as a duplicate when an
+// earlier copy took its name, then init and device_count. The first
+// refusal leaves its reason in `b` and stops.
+void load_candidate(Backend& b, const std::map<std::string, const Backend*>& names) {
+  const accel_plugin_api_t* api = open_plugin(b);
+  if (api == nullptr || !copy_vtable(b, *api) || !check_vtable(b, *api)) return;
+  if (auto it = names.find(b.name); it != names.end()) {
+    b.status = ACCEL_BACKEND_DUPLICATE;
+    b.reason = fmt::format(
+        "duplicate backend name '{}': already provided by {} "
+        "(plugin-abi rule 17)",
+        b.name, it->second->path);
+    return;
+  }
+  b.loaded = true;
+  b.discovered = true;
+  if (run_init(b)) count_devices(b, *api);
 }
 
 // A copy takes its backend name only when it can serve it: init and
@@ -365,121 +402,144 @@ std::string pending_name(const std::vector<std::pair<size_t, std::string>>& pend
   return {};
 }
 
-// ACCEL_BACKEND, when it is set to a valid backend name.
-std::string wanted_backend() {
-  const char* env = secure_getenv("ACCEL_BACKEND");
-  return env != nullptr && valid_name(env) ? std::string(env) : std::string();
-}
-
-}  // namespace
-
-Entries discover_plugins() {
-  LastErrorScope keep_last_error;
+// What discovery keeps while it walks the search path.
+struct Discovery {
   Entries entries;
+  // (device, inode) of every candidate file seen: one file reached through
+  // two paths is loaded once.
   std::set<std::pair<dev_t, ino_t>> seen_files;
-  std::map<std::pair<dev_t, ino_t>, std::string> file_owner;
+  // Backend name -> the copy that took it (takes_name).
   std::map<std::string, const Backend*> names;
   // Candidates that passed the file checks: (index in entries, the backend
   // their file name says they provide, "" when it says none).
   std::vector<std::pair<size_t, std::string>> pending;
+};
 
-  for (const auto& dir : plugin_search_dirs()) {
-    if (!dir.refusal.empty() || !dir.duplicate_of.empty()) {
-      auto b = std::make_unique<Backend>();
-      b->path = dir.path;
-      if (!dir.duplicate_of.empty()) {
-        b->status = ACCEL_BACKEND_DUPLICATE;
-        b->reason = fmt::format(
-            "{} is the same directory as the earlier entry '{}'; searched once "
-            "(plugin-abi rule 5)",
-            dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
-                         : fmt::format("the plugins directory '{}'", dir.path),
-            dir.duplicate_of);
-        log().info("{}", b->reason);
-      } else {
-        b->status = ACCEL_BACKEND_REJECTED;
-        b->reason = dir.refusal;
-      }
-      entries.push_back(std::move(b));
-      continue;
-    }
-    log().debug("searching {}", dir.path);
-    for (const auto& file : list_candidates(dir.path)) {
-      auto b = std::make_unique<Backend>();
-      std::string given = dir.path + "/" + file;
-      b->path = resolved(given);
-      struct stat st {};
-      if (stat(b->path.c_str(), &st) != 0) {
-        b->reason =
-            fmt::format("cannot stat '{}': {} (plugin-abi rule 6)", given, std::strerror(errno));
-      } else if (auto key = std::make_pair(st.st_dev, st.st_ino); !seen_files.insert(key).second) {
-        b->status = ACCEL_BACKEND_DUPLICATE;
-        b->reason = fmt::format(
-            "same file as an earlier candidate, reached again through '{}'; "
-            "loaded once (plugin-abi rule 7)",
-            given);
-      } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
-        b->reason = refusal;
-      } else {
-        pending.push_back({entries.size(), named_backend(file)});
-      }
-      if (pending.empty() || pending.back().first != entries.size()) log_outcome(*b);
-      entries.push_back(std::move(b));
+// The entry listing a search directory that is not searched: refused, or
+// the same directory as an earlier entry.
+std::unique_ptr<Backend> unsearched_dir_entry(const SearchDir& dir) {
+  auto b = std::make_unique<Backend>();
+  b->path = dir.path;
+  if (!dir.duplicate_of.empty()) {
+    b->status = ACCEL_BACKEND_DUPLICATE;
+    b->reason = fmt::format(
+        "{} is the same directory as the earlier entry '{}'; searched once "
+        "(plugin-abi rule 5)",
+        dir.from_env ? fmt::format("ACCEL_PLUGIN_PATH entry '{}'", dir.path)
+                     : fmt::format("the plugins directory '{}'", dir.path),
+        dir.duplicate_of);
+    log().info("{}", b->reason);
+  } else {
+    b->status = ACCEL_BACKEND_REJECTED;
+    b->reason = dir.refusal;
+  }
+  return b;
+}
+
+// Adds `file` of `dir` to d.entries: pending when it passes the file checks
+// (stat, not seen before, file_refusal), refused (and logged) otherwise.
+void add_candidate(Discovery& d, const std::string& dir, const std::string& file) {
+  auto b = std::make_unique<Backend>();
+  std::string given = dir + "/" + file;
+  b->path = resolved(given);
+  struct stat st {};
+  if (stat(b->path.c_str(), &st) != 0) {
+    b->reason =
+        fmt::format("cannot stat '{}': {} (plugin-abi rule 6)", given, std::strerror(errno));
+  } else if (auto key = std::make_pair(st.st_dev, st.st_ino); !d.seen_files.insert(key).second) {
+    b->status = ACCEL_BACKEND_DUPLICATE;
+    b->reason = fmt::format(
+        "same file as an earlier candidate, reached again through '{}'; "
+        "loaded once (plugin-abi rule 7)",
+        given);
+  } else if (auto refusal = file_refusal(b->path, st); !refusal.empty()) {
+    b->reason = refusal;
+  } else {
+    d.pending.push_back({d.entries.size(), named_backend(file)});
+  }
+  if (d.pending.empty() || d.pending.back().first != d.entries.size()) log_outcome(*b);
+  d.entries.push_back(std::move(b));
+}
+
+// Loads pending entry `index`; a copy that can serve its name takes it, and
+// earlier copies of the name that could not say which copy does.
+void load_and_take_name(Discovery& d, size_t index) {
+  Backend& b = *d.entries[index];
+  load_candidate(b, d.names);
+  if (!b.priority_note.empty())
+    b.reason = b.reason.empty() ? b.priority_note : b.reason + "; " + b.priority_note;
+  if (!takes_name(b)) return;
+  d.names.emplace(b.name, &b);
+  for (size_t i = 0; i < index; ++i) {
+    Backend& earlier = *d.entries[i];
+    if (earlier.loaded && earlier.name == b.name && !takes_name(earlier)) {
+      earlier.reason +=
+          fmt::format(" (backend '{}' is provided by the later copy {})", b.name, b.path);
     }
   }
+}
 
-  // With ACCEL_BACKEND=name, when some candidate's file is named for that
-  // backend (accel-<name>.so), files named for another backend are not
-  // opened at all: dlopen alone may load a vendor library (the opencl
-  // plugin links the ICD loader, which loads every ICD it finds), and the
-  // program asked for one backend. Files with other names are loaded as
-  // usual (their name says nothing about the backend they provide). Should
-  // none of those take the name, the skipped files are loaded after all, so
-  // the answer is the one a full discovery gives.
-  const std::string wanted = wanted_backend();
+// Loads every pending candidate, in order. With ACCEL_BACKEND=name, when
+// some candidate's file is named for that backend (accel-<name>.so), files
+// named for another backend are not opened at all: dlopen alone may load a
+// vendor library (the opencl plugin links the ICD loader, which loads every
+// ICD it finds), and the program asked for one backend. Files with other
+// names are loaded as usual (their name says nothing about the backend they
+// provide). Should none of those take the name, the skipped files are loaded
+// after all, so the answer is the one a full discovery gives.
+void load_pending(Discovery& d, const BackendRequest& request) {
+  const std::string wanted = request.valid ? request.name : std::string();
   bool narrow = false;
   if (!wanted.empty()) {
-    for (const auto& p : pending) narrow = narrow || p.second == wanted;
+    for (const auto& p : d.pending) narrow = narrow || p.second == wanted;
   }
-  auto load = [&](size_t index) {
-    Backend& b = *entries[index];
-    load_candidate(b, names);
-    if (!b.priority_note.empty())
-      b.reason = b.reason.empty() ? b.priority_note : b.reason + "; " + b.priority_note;
-    if (takes_name(b)) {
-      names.emplace(b.name, &b);
-      // Earlier copies that could not serve the name say who does.
-      for (size_t i = 0; i < index; ++i) {
-        Backend& earlier = *entries[i];
-        if (earlier.loaded && earlier.name == b.name && !takes_name(earlier)) {
-          earlier.reason +=
-              fmt::format(" (backend '{}' is provided by the later copy {})", b.name, b.path);
-        }
-      }
-    }
-  };
   std::vector<size_t> skipped;
-  for (const auto& [index, named] : pending) {
+  for (const auto& [index, named] : d.pending) {
     if (narrow && !named.empty() && named != wanted) {
       skipped.push_back(index);
       continue;
     }
-    load(index);
+    load_and_take_name(d, index);
   }
-  if (!skipped.empty() && names.count(wanted) != 0) {
+  if (!skipped.empty() && d.names.count(wanted) != 0) {
     for (size_t index : skipped) {
-      Backend& b = *entries[index];
+      Backend& b = *d.entries[index];
       b.status = ACCEL_BACKEND_UNAVAILABLE;
       b.reason = fmt::format(
           "not loaded: ACCEL_BACKEND={} (the file's name says it provides '{}'; with "
           "ACCEL_BACKEND set, only the named backend's plugin is opened)",
-          wanted, pending_name(pending, index));
+          wanted, pending_name(d.pending, index));
     }
   } else {
-    for (size_t index : skipped) load(index);
+    for (size_t index : skipped) load_and_take_name(d, index);
   }
-  for (const auto& p : pending) log_outcome(*entries[p.first]);
-  return entries;
+}
+
+}  // namespace
+
+BackendRequest requested_backend() {
+  BackendRequest r;
+  if (const char* env = secure_getenv("ACCEL_BACKEND"); env != nullptr && *env != '\0') {
+    r.name = env;
+    r.valid = valid_name(env);
+  }
+  return r;
+}
+
+Entries discover_plugins(const BackendRequest& request) {
+  LastErrorScope keep_last_error;
+  Discovery d;
+  for (const auto& dir : plugin_search_dirs()) {
+    if (!dir.refusal.empty() || !dir.duplicate_of.empty()) {
+      d.entries.push_back(unsearched_dir_entry(dir));
+      continue;
+    }
+    log().debug("searching {}", dir.path);
+    for (const auto& file : list_candidates(dir.path)) add_candidate(d, dir.path, file);
+  }
+  load_pending(d, request);
+  for (const auto& p : d.pending) log_outcome(*d.entries[p.first]);
+  return std::move(d.entries);
 }
 
 }  // namespace accel::core

@@ -1,6 +1,7 @@
 #include "memory_table.hpp"
 
 #include "device_memory.hpp"
+#include "error.hpp"
 
 #include <atomic>
 #include <iterator>
@@ -8,6 +9,17 @@
 #include <mutex>
 
 namespace accel::core {
+
+accel_status_t check_range_fits(const char* fn, const char* what, const void* p, size_t bytes,
+                                const Allocation& a) {
+  auto offset = reinterpret_cast<uintptr_t>(p) - a.base;
+  if (bytes > a.bytes - offset) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: {} range of {} bytes at offset {} overruns its allocation of {} bytes", fn,
+                 what, bytes, offset, a.bytes);
+  }
+  return ACCEL_SUCCESS;
+}
 
 namespace {
 // A plain mutex, not a shared_mutex: glibc's rwlock remembers the writer's

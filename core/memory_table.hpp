@@ -27,6 +27,11 @@ struct Allocation {
   struct DeviceMemory* owner = nullptr;
 };
 
+// `bytes` bytes from `p`, which lies in `a`, stay inside `a`;
+// ACCEL_ERROR_INVALID_ARGUMENT naming `fn` and the argument `what` otherwise.
+accel_status_t check_range_fits(const char* fn, const char* what, const void* p, size_t bytes,
+                                const Allocation& a);
+
 std::mutex& allocation_mutex();
 
 void record_allocation(const Allocation& a);

@@ -38,42 +38,45 @@ pthread_key_t thread_state_key() {
   return key;
 }
 
-// ACCEL_BACKEND if set, else the highest priority available backend (ties by
-// name). Never falls back silently when ACCEL_BACKEND names something else.
-void choose_current(Runtime& rt) {
-  const char* wanted = secure_getenv("ACCEL_BACKEND");
-  if (wanted != nullptr && *wanted != '\0') {
-    // The copy that took the name (loader.cpp: the one automatic selection
-    // would use); failing that, the first copy, whose reason says why.
-    Backend* match = nullptr;
-    for (auto& b : rt.entries) {
-      if (b->loaded && b->name == wanted &&
-          (b->status == ACCEL_BACKEND_AVAILABLE || b->status == ACCEL_BACKEND_NO_DEVICES)) {
-        match = b.get();
-        break;
-      }
+// ACCEL_BACKEND=wanted: the backend of that name, or none (with the reason)
+// when it is missing or unusable. Never falls back to another backend.
+void choose_requested(Runtime& rt, const std::string& wanted) {
+  // The copy that took the name (loader.cpp: the one automatic selection
+  // would use); failing that, the first copy, whose reason says why.
+  Backend* match = nullptr;
+  for (auto& b : rt.entries) {
+    if (b->loaded && b->name == wanted &&
+        (b->status == ACCEL_BACKEND_AVAILABLE || b->status == ACCEL_BACKEND_NO_DEVICES)) {
+      match = b.get();
+      break;
     }
-    for (auto& b : rt.entries) {
-      if (match == nullptr && b->loaded && b->name == wanted &&
-          b->status != ACCEL_BACKEND_DUPLICATE)
-        match = b.get();
-    }
-    if (match == nullptr) {
-      std::vector<std::string> names;
-      for (auto& b : rt.entries)
-        if (b->loaded && b->status != ACCEL_BACKEND_DUPLICATE) names.push_back(b->name);
-      rt.selection_reason = fmt::format(
-          "ACCEL_BACKEND={} but no backend named '{}' was found (loaded: {})", wanted, wanted,
-          names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
-    } else if (!match->usable()) {
-      rt.selection_reason =
-          fmt::format("ACCEL_BACKEND={} but backend '{}' is {}: {}", wanted, wanted,
-                      accel_backend_status_name(match->status), match->reason);
-    } else {
-      rt.current = match;
-      rt.selection_reason = fmt::format("chosen by ACCEL_BACKEND={} ({} device{})", wanted,
-                                        match->device_count, match->device_count == 1 ? "" : "s");
-    }
+  }
+  for (auto& b : rt.entries) {
+    if (match == nullptr && b->loaded && b->name == wanted && b->status != ACCEL_BACKEND_DUPLICATE)
+      match = b.get();
+  }
+  if (match == nullptr) {
+    std::vector<std::string> names;
+    for (auto& b : rt.entries)
+      if (b->loaded && b->status != ACCEL_BACKEND_DUPLICATE) names.push_back(b->name);
+    rt.selection_reason = fmt::format(
+        "ACCEL_BACKEND={} but no backend named '{}' was found (loaded: {})", wanted, wanted,
+        names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  } else if (!match->usable()) {
+    rt.selection_reason = fmt::format("ACCEL_BACKEND={} but backend '{}' is {}: {}", wanted, wanted,
+                                      accel_backend_status_name(match->status), match->reason);
+  } else {
+    rt.current = match;
+    rt.selection_reason = fmt::format("chosen by ACCEL_BACKEND={} ({} device{})", wanted,
+                                      match->device_count, match->device_count == 1 ? "" : "s");
+  }
+}
+
+// ACCEL_BACKEND if set (choose_requested), else the highest priority
+// available backend (ties by name).
+void choose_current(Runtime& rt, const BackendRequest& request) {
+  if (!request.name.empty()) {
+    choose_requested(rt, request.name);
     return;
   }
   for (auto& b : rt.entries) {
@@ -126,10 +129,10 @@ Runtime& discover_slow() {
   std::lock_guard lock(g_discovery_mutex);
   if (Runtime* r = g_runtime.load(std::memory_order_acquire)) return *r;
   auto* rt = new Runtime();  // lives until process exit, like the plugins
-  rt->entries = discover_plugins();
-  choose_current(*rt);
+  const BackendRequest request = requested_backend();
+  rt->entries = discover_plugins(request);
+  choose_current(*rt, request);
   log().debug("current accelerator: {}", rt->selection_reason);
-  install_fork_handlers(*rt);
   // While tracing, the fast paths stay closed: their full paths are traced,
   // and the fast ones need no flag check of their own (docs/tracing.md).
   if (rt->current != nullptr && !rt->current->native_current_device() && !trace_on())

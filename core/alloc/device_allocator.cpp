@@ -1,3 +1,11 @@
+// The stream-ordered caching allocator of one device: the interface and its
+// guarantees are in device_allocator.hpp, the user's view in docs/memory.md.
+// The design notes stand where the code they describe is:
+//   Note [Pools and rounding]      round_size, segment_size, take_free
+//   Note [Splitting and merging]   should_split, free_block
+//   Note [Stream ordering]         marker, Impl::free, retire_stream
+//   Note [Out of memory]           grow_pool
+// and every wait for the device follows "Waiting without the lock" below.
 #include "device_allocator.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +21,26 @@
 
 namespace accel::alloc {
 
+// Note [Pools and rounding]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A request is rounded first (round_size): up to a multiple of
+// kMinBlockSize (512 bytes; smaller requests get 512), or, with
+// roundup_power2_divisions:N (N > 1) and a request above kSmallSize, up to
+// one of N equal steps between the powers of two around it (a power of two
+// stays as it is). The rounded size picks the pool: kSmallSize (1 MiB) or
+// less the small pool, else the large one. When no cached block fits, the
+// new segment is segment_size(rounded): kSmallBuffer (2 MiB) for the small
+// pool, kLargeBuffer (20 MiB) below kMinLargeAlloc (10 MiB), else the
+// rounded size up to a multiple of kRoundLarge (2 MiB).
+//
+// Each pool is one ordered set of free blocks keyed by (stream, size,
+// address), so best fit is one lower_bound (take_free): the smallest free
+// block of the requesting stream that is large enough, the lowest address
+// among equal sizes. Blocks of other streams are never candidates. With
+// max_split_size set, a block of that size or more ("oversize") serves only
+// requests of that size or more, and only when less than kLargeBuffer of it
+// would be left over. Pool nodes, live-map nodes and Block objects are
+// recycled, so serving a request from the cache allocates no bookkeeping.
 size_t round_size(size_t bytes, const Config& c) {
   if (bytes < kMinBlockSize) return kMinBlockSize;
   size_t divisions = c.roundup_power2_divisions;
@@ -74,8 +102,8 @@ struct Block {
   PoolSet::node_type node;      // the pool's node, kept while not in the pool
   PoolSet::iterator position;   // where it is in the pool, while it is there
 
-  bool free() const { return !allocated && event_count == 0; }
-  bool split() const { return prev != nullptr || next != nullptr; }
+  bool is_free() const { return !allocated && event_count == 0; }
+  bool is_split() const { return prev != nullptr || next != nullptr; }
   PoolKind kind() const { return segment->small ? kSmallPool : kLargePool; }
 };
 
@@ -161,14 +189,14 @@ struct DeviceAllocator::Impl {
       b->node.value() = b;
       b->position = pool_of(b).insert(std::move(b->node)).position;
     }
-    if (b->split()) {
+    if (b->is_split()) {
       add(stats.inactive_split, b->kind(), 1);
       add(stats.inactive_split_bytes, b->kind(), static_cast<int64_t>(b->size));
     }
   }
   void pool_erase(Block* b) {
     b->node = pool_of(b).extract(b->position);  // no search
-    if (b->split()) {
+    if (b->is_split()) {
       sub(stats.inactive_split, b->kind(), 1);
       sub(stats.inactive_split_bytes, b->kind(), static_cast<int64_t>(b->size));
     }
@@ -213,6 +241,22 @@ struct DeviceAllocator::Impl {
     return b;
   }
 
+  // Note [Splitting and merging]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // The blocks of a segment are linked in address order and cover it
+  // exactly; a block with a neighbour is_split(). A block larger than the
+  // rounded request is cut (split_block) when the rest is worth keeping: in
+  // the small pool at least kMinBlockSize, in the large pool more than
+  // kSmallSize and only for requests below max_split_size. The rest stays a
+  // free block of the same segment and stream, in the pool. An uncut block
+  // keeps its whole size (BlockInfo::size above `requested`).
+  //
+  // A block that becomes free (no longer allocated, no markers pending:
+  // is_free()) is merged with each free neighbour (free_block), so no two
+  // free blocks are ever adjacent, and a segment whose blocks are all free
+  // is one free block again: the only kind of segment that goes back to the
+  // vendor (whole_free_segments). Free blocks of split segments are counted
+  // as inactive_split while in the pool.
   bool should_split(const Block* b, size_t size) const {
     size_t rest = b->size - size;
     if (b->segment->small) return rest >= kMinBlockSize;
@@ -231,6 +275,30 @@ struct DeviceAllocator::Impl {
     return e;
   }
 
+  // Note [Stream ordering]
+  // ~~~~~~~~~~~~~~~~~~~~~~~
+  // A segment and all its blocks belong to one stream, the one it was made
+  // for; only that stream's requests take its blocks. Freed with no stream
+  // or its own, a block is free at once: its stream runs in order, so work
+  // queued after the free runs after the work that still used the block.
+  // Other streams that used it are named by record_stream() or by a free on
+  // another stream (Block::uses). Freeing such a block records one marker
+  // (an event of the backend) on each of them; the block then waits,
+  // neither allocated nor in a pool, with event_count markers to go. Every
+  // allocation first polls the markers (process_events) and frees the
+  // blocks whose markers have all completed; a query error counts as
+  // completed, so a broken device loses no block. A marker the backend
+  // cannot record goes to `unsynced`: the public call synchronizes its
+  // stream after letting go of the lock (settle_unsynced). Spare events are
+  // reused, except that markers of a destroyed stream are destroyed.
+  //
+  // A stream about to be destroyed hands its segments to `replacement`
+  // (retire_stream): when the stream is not idle, a marker on it first,
+  // and its blocks, free or live, and other streams' blocks that named it,
+  // wait for that marker. A stream found dead under the lock
+  // (DeviceOps::stream_alive) gets nothing filed under it: allocate fails
+  // and free answers kStreamDead.
+  //
   // A marker on `stream` now, waited for by the blocks later added to the
   // returned entry. When the backend cannot record one, the entry waits in
   // `unsynced` for the public call to synchronize the stream once it has
@@ -254,7 +322,7 @@ struct DeviceAllocator::Impl {
     sub(stats.active_bytes, b->kind(), static_cast<int64_t>(b->size));
     b->segment->last_used = ++tick;
     history.add(Action::kFreeCompleted, b->ptr, b->size, b->stream, caller);
-    if (Block* p = b->prev; p != nullptr && p->free()) {
+    if (Block* p = b->prev; p != nullptr && p->is_free()) {
       pool_erase(p);
       b->ptr = p->ptr;
       b->size += p->size;
@@ -266,7 +334,7 @@ struct DeviceAllocator::Impl {
       }
       recycle(p);
     }
-    if (Block* n = b->next; n != nullptr && n->free()) {
+    if (Block* n = b->next; n != nullptr && n->is_free()) {
       pool_erase(n);
       b->size += n->size;
       b->next = n->next;
@@ -360,7 +428,7 @@ struct DeviceAllocator::Impl {
       auto it = segments.find(r.base);
       if (it == segments.end() || it->second->version != r.version) continue;
       Block* b = it->second->head;
-      if (b->next != nullptr || !b->free()) continue;
+      if (b->next != nullptr || !b->is_free()) continue;
       if (auto rs = release_segment(b); rs != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = rs;
     }
     return result;
@@ -387,7 +455,7 @@ struct DeviceAllocator::Impl {
     std::vector<Block*> out;
     for (auto& [base, seg] : segments) {
       Block* b = seg->head;
-      if (b->next == nullptr && b->free()) out.push_back(b);
+      if (b->next == nullptr && b->is_free()) out.push_back(b);
     }
     return out;
   }
@@ -463,70 +531,80 @@ struct DeviceAllocator::Impl {
     return true;
   }
 
-  accel_status_t allocate(Lock& lock, size_t bytes, StreamKey stream, const void* caller,
-                          void** out, std::string& error) {
-    error.clear();
-    if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
-    if (!pending.empty()) process_events();
-    // Sizes near SIZE_MAX would overflow the rounding: no device has them.
-    if (bytes > (SIZE_MAX >> 2)) {
-      ++stats.num_ooms;
-      history.add(Action::kOom, 0, bytes, stream, caller);
-      error = oom_message(bytes);
-      return ACCEL_ERROR_OUT_OF_MEMORY;
-    }
-    size_t size = round_size(bytes, config);
-    PoolSet& pool = size <= kSmallSize ? small_pool : large_pool;
-    Block* b = take_free(pool, stream, size);
-    if (b == nullptr && config.garbage_collection_threshold > 0) {
-      collect_garbage(lock, segment_size(size));
-      // The lock may have been let go: look again (and at the stream).
+  // The out-of-memory outcome: counted, recorded in the history, and
+  // explained in `error`.
+  accel_status_t out_of_memory(size_t bytes, StreamKey stream, const void* caller,
+                               std::string& error) {
+    ++stats.num_ooms;
+    history.add(Action::kOom, 0, bytes, stream, caller);
+    error = oom_message(bytes);
+    return ACCEL_ERROR_OUT_OF_MEMORY;
+  }
+
+  // Note [Out of memory]
+  // ~~~~~~~~~~~~~~~~~~~~
+  // A request above SIZE_MAX / 4 is refused as out of memory before it is
+  // rounded (the rounding would overflow; no device has that much). Past
+  // the garbage-collection threshold the longest-unused whole free segments
+  // go back to the vendor before a new segment is made (collect_garbage).
+  // When the vendor refuses the new segment with ACCEL_ERROR_OUT_OF_MEMORY,
+  // grow_pool() retries once (num_alloc_retries): it waits for every pending
+  // free's marker and then for the device, both without the lock, returns
+  // every whole free segment that nobody took meanwhile (release_cached),
+  // looks in the pool again (a completed free may fit now), and else asks
+  // the vendor for the segment again, and then for a segment of just the
+  // rounded request when that is smaller. Still refused: num_ooms, an oom
+  // event in the history, and PyTorch's explanation in `error` (what was
+  // asked, the capacity, what accel has allocated and what it reserves
+  // unallocated, and what to do). Any other DeviceOps failure is returned
+  // as it is, with `error` empty.
+  //
+  // No cached block fits: a new segment from the vendor, `b` its one block,
+  // or `b` from the pool after the cache was freed (Note [Out of memory]).
+  accel_status_t grow_pool(Lock& lock, PoolSet& pool, size_t size, size_t bytes, StreamKey stream,
+                           const void* caller, Block*& b, std::string& error) {
+    size_t seg_size = segment_size(size);
+    void* raw = nullptr;
+    accel_status_t st = ops.raw_alloc(seg_size, &raw);
+    if (st == ACCEL_ERROR_OUT_OF_MEMORY) {
+      ++stats.num_alloc_retries;
+      (void)release_cached(lock);
       if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
       b = take_free(pool, stream, size);
-    }
-    if (b == nullptr) {
-      size_t seg_size = segment_size(size);
-      void* raw = nullptr;
-      accel_status_t st = ops.raw_alloc(seg_size, &raw);
-      if (st == ACCEL_ERROR_OUT_OF_MEMORY) {
-        // Free what the cache holds (waiting for it without the lock) and
-        // try once more, first among blocks whose frees just completed.
-        ++stats.num_alloc_retries;
-        (void)release_cached(lock);
-        if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
-        b = take_free(pool, stream, size);
-        if (b == nullptr) st = ops.raw_alloc(seg_size, &raw);
-        if (b == nullptr && st == ACCEL_ERROR_OUT_OF_MEMORY && seg_size > size) {
-          // A nearly full (or small) device may still hold the block
-          // itself: a segment of exactly the rounded request.
-          seg_size = size;
-          st = ops.raw_alloc(seg_size, &raw);
-        }
-      }
-      if (b == nullptr) {
-        if (st == ACCEL_ERROR_OUT_OF_MEMORY) {
-          ++stats.num_ooms;
-          history.add(Action::kOom, 0, bytes, stream, caller);
-          error = oom_message(bytes);
-          return st;
-        }
-        if (st != ACCEL_SUCCESS) return st;
-        b = new_segment(raw, seg_size, size <= kSmallSize, stream, caller);
+      if (b != nullptr) return ACCEL_SUCCESS;
+      st = ops.raw_alloc(seg_size, &raw);
+      if (st == ACCEL_ERROR_OUT_OF_MEMORY && seg_size > size) {
+        // A nearly full (or small) device may still hold the block
+        // itself: a segment of exactly the rounded request.
+        seg_size = size;
+        st = ops.raw_alloc(seg_size, &raw);
       }
     }
-    if (should_split(b, size)) {
-      Block* rest = new_block();
-      rest->ptr = b->ptr + size;
-      rest->size = b->size - size;
-      rest->stream = stream;
-      rest->segment = b->segment;
-      rest->prev = b;
-      rest->next = b->next;
-      if (rest->next != nullptr) rest->next->prev = rest;
-      b->next = rest;
-      b->size = size;
-      pool_insert(rest);
-    }
+    if (st == ACCEL_ERROR_OUT_OF_MEMORY) return out_of_memory(bytes, stream, caller, error);
+    if (st != ACCEL_SUCCESS) return st;
+    b = new_segment(raw, seg_size, size <= kSmallSize, stream, caller);
+    return ACCEL_SUCCESS;
+  }
+
+  // Cuts `b` down to `size`; the rest, a free block of `stream` right after
+  // it, goes to the pool (Note [Splitting and merging]).
+  void split_block(Block* b, size_t size, StreamKey stream) {
+    Block* rest = new_block();
+    rest->ptr = b->ptr + size;
+    rest->size = b->size - size;
+    rest->stream = stream;
+    rest->segment = b->segment;
+    rest->prev = b;
+    rest->next = b->next;
+    if (rest->next != nullptr) rest->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    pool_insert(rest);
+  }
+
+  // `b` becomes a live allocation of `bytes`: filed by address, counted,
+  // recorded in the history.
+  void hand_out(Block* b, size_t bytes, StreamKey stream, const void* caller) {
     b->allocated = true;
     b->requested = bytes;
     b->segment->version = ++versions;
@@ -541,6 +619,34 @@ struct DeviceAllocator::Impl {
     add(stats.active_bytes, kind, sz);
     if (b->size >= config.max_split_size) stats.oversize_allocations.add(1);
     history.add(Action::kAlloc, b->ptr, b->size, stream, caller);
+  }
+
+  // See Note [Pools and rounding]: best fit from the stream's own free
+  // blocks first, then (past the garbage-collection threshold) after
+  // releasing the longest-unused segments, then a new segment.
+  accel_status_t allocate(Lock& lock, size_t bytes, StreamKey stream, const void* caller,
+                          void** out, std::string& error) {
+    error.clear();
+    if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
+    if (!pending.empty()) process_events();
+    // Sizes near SIZE_MAX would overflow the rounding: no device has them.
+    if (bytes > (SIZE_MAX >> 2)) return out_of_memory(bytes, stream, caller, error);
+    size_t size = round_size(bytes, config);
+    PoolSet& pool = size <= kSmallSize ? small_pool : large_pool;
+    Block* b = take_free(pool, stream, size);
+    if (b == nullptr && config.garbage_collection_threshold > 0) {
+      collect_garbage(lock, segment_size(size));
+      // The lock may have been let go: look again (and at the stream).
+      if (stream_dead(stream, error)) return ACCEL_ERROR_INVALID_ARGUMENT;
+      b = take_free(pool, stream, size);
+    }
+    if (b == nullptr) {
+      if (auto st = grow_pool(lock, pool, size, bytes, stream, caller, b, error);
+          st != ACCEL_SUCCESS)
+        return st;
+    }
+    if (should_split(b, size)) split_block(b, size, stream);
+    hand_out(b, bytes, stream, caller);
     *out = reinterpret_cast<void*>(b->ptr);
     return ACCEL_SUCCESS;
   }
@@ -653,7 +759,7 @@ struct DeviceAllocator::Impl {
         }
         continue;
       }
-      if (b->free()) {
+      if (b->is_free()) {
         pool_erase(b);  // under its old key
         b->stream = replacement;
         if (m == nullptr) {
@@ -792,7 +898,7 @@ std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey
         allocated += b->size;
         requested += b->requested;
       }
-      if (!b->free()) active += b->size;
+      if (!b->is_free()) active += b->size;
       blocks.push_back({{"address", b->ptr},
                         {"size", b->size},
                         {"requested_size", b->requested},
@@ -833,9 +939,9 @@ std::string DeviceAllocator::Impl::check_invariants() {
         return fmt::format("block {:#x}: size {}", b->ptr, b->size);
       at += b->size;
       bool in_pool = pool_of(b).count(b) != 0;
-      if (b->free() != in_pool)
-        return fmt::format("block {:#x}: free={} but in pool={}", b->ptr, b->free(), in_pool);
-      if (b->free() && b->next != nullptr && b->next->free())
+      if (b->is_free() != in_pool)
+        return fmt::format("block {:#x}: free={} but in pool={}", b->ptr, b->is_free(), in_pool);
+      if (b->is_free() && b->next != nullptr && b->next->is_free())
         return fmt::format("blocks {:#x} and {:#x}: free neighbours not merged", b->ptr,
                            b->next->ptr);
       bool is_live = live.count(b->ptr) != 0 && live.at(b->ptr) == b;
@@ -849,12 +955,12 @@ std::string DeviceAllocator::Impl::check_invariants() {
         add(want.allocated_bytes, kind, sz);
         add(want.requested_bytes, kind, static_cast<int64_t>(b->requested));
       }
-      if (!b->free()) {
+      if (!b->is_free()) {
         add(want.active, kind, 1);
         add(want.active_bytes, kind, sz);
       } else {
         ++free_in_pools;
-        if (b->split()) {
+        if (b->is_split()) {
           add(want.inactive_split, kind, 1);
           add(want.inactive_split_bytes, kind, sz);
         }
