@@ -1,5 +1,9 @@
 /*
- * accel.h - public C API of libaccelcore (ABI v1).
+ * accel.h - public C API of libaccelcore, version 0.1.0 (ACCEL_VERSION_MAJOR,
+ * _MINOR, _PATCH below; accel_version() is the loaded library's). Backends
+ * are plugins of ABI 1.2 (ACCEL_PLUGIN_ABI_MAJOR and _MINOR, accel_plugin.h);
+ * an "ABI 1.1" or "ABI 1.2" note below is the plugin ABI a backend needs
+ * to offer that group of functions.
  *
  * A device-agnostic accelerator runtime: the native counterpart of PyTorch's
  * torch.accelerator. One API for device enumeration, the current device,
@@ -217,9 +221,6 @@ ACCEL_API accel_status_t accel_maybe_exchange_device(int32_t device, int32_t* pr
  * streams are owned by the library (accel_stream_destroy refuses them). */
 typedef struct accel_stream_s* accel_stream_t;
 
-/* An event: a marker recorded on a stream, used for ordering and timing. */
-typedef struct accel_event_s* accel_event_t;
-
 /* The calling thread's current stream on `device` (negative: the current
  * device). Starts as the device's default stream, a valid handle.
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL),
@@ -292,19 +293,6 @@ ACCEL_API accel_status_t accel_stream_query(accel_stream_t stream);
  * ACCEL_ERROR_BACKEND_FAILURE. cuStreamSynchronize. */
 ACCEL_API accel_status_t accel_stream_synchronize(accel_stream_t stream);
 
-/* Makes all future work queued on `stream` wait until `event` completes (the
- * event's last record at the time of this call). Does not block the host. A
- * never-recorded event is complete, so this is then a no-op. The event may be
- * of another device of the same backend when the backend declares
- * ACCEL_CAP_CROSS_DEVICE_WAIT (every in-tree backend does): that is how work
- * is ordered across devices, as cuStreamWaitEvent and torch's
- * Stream.wait_event do. Statuses: ACCEL_ERROR_INVALID_ARGUMENT,
- * ACCEL_ERROR_DEVICE_MISMATCH (event of another backend, or of another
- * device on a backend without ACCEL_CAP_CROSS_DEVICE_WAIT; the message names
- * both), ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
- * ACCEL_ERROR_BACKEND_FAILURE. cuStreamWaitEvent. */
-ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t event);
-
 /* Stores the device index of the stream in *device. Statuses:
  * ACCEL_ERROR_INVALID_ARGUMENT. */
 ACCEL_API accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device);
@@ -334,6 +322,9 @@ ACCEL_API accel_status_t accel_launch_host_func(accel_stream_t stream, accel_hos
 /* Events                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* An event: a marker recorded on a stream, used for ordering and timing. */
+typedef struct accel_event_s* accel_event_t;
+
 /* Event creation flags (bit mask). */
 #define ACCEL_EVENT_DEFAULT 0u
 /* Record timestamps so accel_event_elapsed_time works (torch's
@@ -359,6 +350,19 @@ ACCEL_API accel_status_t accel_event_destroy(accel_event_t event);
  * message names both), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE.
  * cuEventRecord. */
 ACCEL_API accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream);
+
+/* Makes all future work queued on `stream` wait until `event` completes (the
+ * event's last record at the time of this call). Does not block the host. A
+ * never-recorded event is complete, so this is then a no-op. The event may be
+ * of another device of the same backend when the backend declares
+ * ACCEL_CAP_CROSS_DEVICE_WAIT (every in-tree backend does): that is how work
+ * is ordered across devices, as cuStreamWaitEvent and torch's
+ * Stream.wait_event do. Statuses: ACCEL_ERROR_INVALID_ARGUMENT,
+ * ACCEL_ERROR_DEVICE_MISMATCH (event of another backend, or of another
+ * device on a backend without ACCEL_CAP_CROSS_DEVICE_WAIT; the message names
+ * both), ACCEL_ERROR_NOT_SUPPORTED, ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE. cuStreamWaitEvent. */
+ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t event);
 
 /* ACCEL_SUCCESS if the event's last record has completed or the event was
  * never recorded, ACCEL_ERROR_NOT_READY if not. Never blocks. Other statuses:
@@ -497,8 +501,8 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(int32_t device);
  * names, "key:value,key:value":
  *   backend:caching|native   native: every accel_malloc is one vendor
  *                            allocation and every accel_free one vendor free,
- *                            as before the allocator existed (accel_free then
- *                            needs the memory idle, as cuMemFree does).
+ *                            with no cache in between (accel_free then needs
+ *                            the memory idle, as cuMemFree does).
  *   max_split_size_mb:N      blocks of N MiB or more are never split (N > 20).
  *   garbage_collection_threshold:F  0 <= F < 1 (0: off, the default): once
  *                            more than F x the device's memory is reserved,
@@ -1302,9 +1306,11 @@ ACCEL_API size_t accel_backend_count(void);
  * ACCEL_ERROR_OUT_OF_RANGE (index >= count). */
 ACCEL_API accel_status_t accel_get_backend_info(size_t index, accel_backend_info_t* info);
 
-/* --- Tracing and ranges (docs/tracing.md) ----------------------------------
- *
- * With ACCEL_TRACE=/absolute/path.json in the environment (read once, with
+/* ------------------------------------------------------------------------ */
+/* Tracing and ranges (docs/tracing.md)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* With ACCEL_TRACE=/absolute/path.json in the environment (read once, with
  * secure_getenv, when the library is loaded) accel writes a Chrome
  * trace-event JSON file that Perfetto (ui.perfetto.dev) and chrome://tracing
  * open: a lane per host thread with every public call, a lane per stream

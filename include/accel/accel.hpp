@@ -39,6 +39,13 @@
  * (The README's examples use C++20 designated initialisers; in C++17 write
  * accel::EventOptions{true} for {.enable_timing = true}.)
  * Names follow torch.accelerator and torch.Stream / torch.Event.
+ *
+ * The file reads as accel.h does, section by section, and holds the surface
+ * only: each wrapper's declaration, its comment and, where it is one C call,
+ * its body. accel/detail/support.hpp holds the helpers and type traits the
+ * wrappers use (accel::detail, not for programs), accel/detail/definitions.hpp
+ * the longer bodies (DeviceBuffer<T>'s members among them); both come with
+ * this header.
  */
 #ifndef ACCEL_ACCEL_HPP
 #define ACCEL_ACCEL_HPP
@@ -74,6 +81,8 @@
 #include <span>
 #endif
 
+#include <accel/detail/support.hpp>
+
 namespace accel {
 
 /* ------------------------------------------------------------------------ */
@@ -108,26 +117,9 @@ class Error : public std::runtime_error {
   const std::string& operation() const noexcept { return operation_; }
 
  private:
+  /* "<operation>: <STATUS_NAME>: <detail>" (see above). */
   static std::string compose(accel_status_t status, const std::string& message,
-                             std::string_view operation) {
-    std::string_view detail = message;
-    std::string s;
-    if (!operation.empty()) {
-      s.append(operation);
-      s += ": ";
-      // The C detail already starts with the function's name: what() puts
-      // the operation first for every error, so drop the second copy.
-      if (detail.size() > operation.size() && detail.compare(0, operation.size(), operation) == 0 &&
-          detail[operation.size()] == ':') {
-        detail.remove_prefix(operation.size() + 1);
-        while (!detail.empty() && detail.front() == ' ') detail.remove_prefix(1);
-      }
-    }
-    s += accel_status_name(status);
-    s += ": ";
-    s.append(detail);
-    return s;
-  }
+                             std::string_view operation);
 
   accel_status_t status_;
   std::string message_;
@@ -138,56 +130,6 @@ class Error : public std::runtime_error {
  * "host function", ...), `message` what happened. Called on the thread where
  * it happened (a backend thread for host functions); must not throw. */
 using ErrorHandler = void (*)(const char* context, const char* message) noexcept;
-
-namespace detail {
-
-inline void default_error_handler(const char* context, const char* message) noexcept {
-  std::fprintf(stderr, "accel: %s: %s\n", context, message);
-}
-
-inline std::atomic<ErrorHandler>& error_handler_slot() noexcept {
-  static std::atomic<ErrorHandler> slot{&default_error_handler};
-  return slot;
-}
-
-inline void report(const char* context, const char* message) noexcept {
-  error_handler_slot().load(std::memory_order_acquire)(context, message);
-}
-
-/* Reports a failed C call from a destructor. */
-inline void report_status(const char* context, accel_status_t st) noexcept {
-  if (st == ACCEL_SUCCESS) return;
-  try {
-    std::string msg = accel_status_name(st);
-    msg += ": ";
-    msg += accel_last_error();
-    report(context, msg.c_str());
-  } catch (...) {
-    report(context, accel_status_name(st));
-  }
-}
-
-/* Throws accel::Error for any status but ACCEL_SUCCESS. */
-inline void check(accel_status_t st, const char* operation) {
-  if (st == ACCEL_SUCCESS) return;
-  const char* detail = accel_last_error();
-  throw Error(st, (detail != nullptr && *detail != '\0') ? detail : accel_status_message(st),
-              operation);
-}
-
-/* The C spelling of an optional device: empty is -1, "the current device". */
-constexpr int32_t c_device(std::optional<int> device) noexcept {
-  return device.has_value() ? static_cast<int32_t>(*device) : -1;
-}
-
-/* True under ACCEL_ALLOC_CONF=backend:native, where accel_record_stream is a
- * no-op and frees are vendor frees (accel_get_allocator_backend). */
-inline bool native_allocator() noexcept {
-  const char* name = accel_get_allocator_backend();
-  return name != nullptr && std::string_view(name) == "native";
-}
-
-}  // namespace detail
 
 /* Installs `handler` (nullptr: the default, one line on stderr) and returns
  * the previous one. Thread-safe. */
@@ -328,133 +270,10 @@ class DeviceIndexGuard {
 };
 
 /* ------------------------------------------------------------------------ */
-/* Events                                                                     */
-/* ------------------------------------------------------------------------ */
-
-class Stream;
-
-/* Options of Event's constructor (torch.Event(device, enable_timing=...)). */
-struct EventOptions {
-  /* Record timestamps so elapsed_time() works (ACCEL_EVENT_ENABLE_TIMING). */
-  bool enable_timing = false;
-  /* Device of the event; empty: the calling thread's current device. */
-  std::optional<int> device = std::nullopt;
-};
-
-/* A move-only owning event handle (accel_event_create / _destroy). A
- * moved-from Event holds no handle; every operation on it throws Error
- * (ACCEL_ERROR_INVALID_ARGUMENT). */
-class Event {
- public:
-  /* accel_event_create. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when timing
-   * is asked of a backend without timing events, ACCEL_ERROR_INVALID_DEVICE,
-   * ...). Usage: accel::Event start({.enable_timing = true}); (C++20) or
-   * accel::Event start(accel::EventOptions{true}); (C++17). */
-  explicit Event(EventOptions options = {}) {
-    detail::check(
-        accel_event_create(detail::c_device(options.device),
-                           options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING : ACCEL_EVENT_DEFAULT,
-                           &handle_),
-        "accel_event_create");
-    timing_ = options.enable_timing;
-  }
-
-  ~Event() noexcept { reset(); }
-
-  Event(Event&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), timing_(other.timing_) {}
-  Event& operator=(Event&& other) noexcept {
-    if (this != &other) {
-      reset();
-      handle_ = std::exchange(other.handle_, nullptr);
-      timing_ = other.timing_;
-    }
-    return *this;
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  /* Records the event on the current stream of its device
-   * (accel_event_record with NULL). */
-  void record() { detail::check(accel_event_record(handle_, nullptr), "accel_event_record"); }
-  /* Records the event on `stream` (same device and backend, else
-   * ACCEL_ERROR_DEVICE_MISMATCH). Defined after Stream. */
-  void record(const Stream& stream);
-
-  /* True when the last record has completed or the event was never
-   * recorded; false while pending. Never blocks. accel_event_query. */
-  bool query() const {
-    const accel_status_t st = accel_event_query(handle_);
-    if (st == ACCEL_ERROR_NOT_READY) return false;
-    detail::check(st, "accel_event_query");
-    return true;
-  }
-
-  /* Blocks until the last record completes (at once if never recorded).
-   * accel_event_synchronize. */
-  void synchronize() const {
-    detail::check(accel_event_synchronize(handle_), "accel_event_synchronize");
-  }
-
-  /* Time from this event's completion to `end`'s, in milliseconds (may be
-   * negative). Both need timing, a completed record, one device: else Error
-   * with ACCEL_ERROR_EVENT_NO_TIMING, _EVENT_NOT_RECORDED, _NOT_READY or
-   * _DEVICE_MISMATCH. accel_event_elapsed_time / torch.Event.elapsed_time. */
-  std::chrono::duration<double, std::milli> elapsed_time(const Event& end) const {
-    float ms = 0.0f;
-    detail::check(accel_event_elapsed_time(handle_, end.handle_, &ms), "accel_event_elapsed_time");
-    return std::chrono::duration<double, std::milli>(static_cast<double>(ms));
-  }
-
-  /* Device index of the event. accel_event_device. */
-  int device() const {
-    int32_t d = -1;
-    detail::check(accel_event_device(handle_, &d), "accel_event_device");
-    return static_cast<int>(d);
-  }
-
-  /* Whether the event was created with timing. */
-  bool timing_enabled() const noexcept { return timing_; }
-
-  /* The C handle, still owned by this object (NULL when moved from). */
-  accel_event_t handle() const noexcept { return handle_; }
-  explicit operator bool() const noexcept { return handle_ != nullptr; }
-
-  /* Gives up ownership: the caller must accel_event_destroy the handle. */
-  accel_event_t release() noexcept { return std::exchange(handle_, nullptr); }
-
- private:
-  void reset() noexcept {
-    if (handle_ != nullptr)
-      detail::report_status("~Event: accel_event_destroy",
-                            accel_event_destroy(std::exchange(handle_, nullptr)));
-  }
-
-  accel_event_t handle_ = nullptr;
-  bool timing_ = false;
-};
-
-/* ------------------------------------------------------------------------ */
 /* Streams                                                                    */
 /* ------------------------------------------------------------------------ */
 
-namespace detail {
-
-/* Runs the heap-allocated callable once, deletes it, and keeps exceptions
- * from reaching the backend's thread (they go to the error handler). */
-template <class Fn>
-void host_trampoline(void* user_data) noexcept {
-  std::unique_ptr<Fn> fn(static_cast<Fn*>(user_data));
-  try {
-    (*fn)();
-  } catch (const std::exception& e) {
-    report("host function threw", e.what());
-  } catch (...) {
-    report("host function threw", "an exception not derived from std::exception");
-  }
-}
-
-}  // namespace detail
+class Event;
 
 /* A stream handle (torch.Stream). Owning when made by create(): the
  * destructor calls accel_stream_destroy (queued work still completes; the
@@ -527,34 +346,21 @@ class Stream {
    * does not block. The event must be of this stream's backend, and of its
    * device unless the backend declares ACCEL_CAP_CROSS_DEVICE_WAIT (else
    * ACCEL_ERROR_DEVICE_MISMATCH). accel_stream_wait_event. */
-  void wait(const Event& event) const {
-    detail::check(accel_stream_wait_event(handle_, event.handle()), "accel_stream_wait_event");
-  }
+  void wait(const Event& event) const;
 
   /* Future work on this stream waits for all work queued on `other` so far
    * (torch.Stream.wait_stream): records an internal event on `other`'s
    * device and waits for it. Both streams must be of one backend, and of one
    * device unless the backend declares ACCEL_CAP_CROSS_DEVICE_WAIT (else
    * ACCEL_ERROR_DEVICE_MISMATCH, as the C API rules). */
-  void wait(const Stream& other) const {
-    if (other.handle_ == handle_ && handle_ != nullptr) return;  // in order already
-    Event marker(EventOptions{false, other.device()});
-    marker.record(other);
-    wait(marker);
-  }
+  void wait(const Stream& other) const;
 
   /* Records `event` on this stream. accel_event_record. */
-  void record(Event& event) const {
-    detail::check(accel_event_record(event.handle(), handle_), "accel_event_record");
-  }
+  void record(Event& event) const;
 
   /* A new event of this stream's device, recorded here
    * (torch.Stream.record_event). */
-  Event record_event(bool enable_timing = false) const {
-    Event e(EventOptions{enable_timing, device()});
-    record(e);
-    return e;
-  }
+  Event record_event(bool enable_timing = false) const;
 
   /* Queues `fn()` in stream order, run on a backend-owned thread
    * (accel_launch_host_func). `fn` is any callable taking no arguments; it
@@ -565,16 +371,7 @@ class Stream {
    * goes on. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when the backend has no
    * host functions, ...); `fn` is then destroyed without being called. */
   template <class F>
-  void launch_host_func(F&& fn) const {
-    using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&>,
-                  "launch_host_func needs a callable taking no arguments");
-    auto holder = std::make_unique<Fn>(std::forward<F>(fn));
-    detail::check(accel_launch_host_func(handle_, &detail::host_trampoline<Fn>, holder.get()),
-                  "accel_launch_host_func");
-    // Queued: the trampoline owns it now (it may already have run).
-    (void)holder.release();
-  }
+  void launch_host_func(F&& fn) const;
 
   /* Device index of the stream. accel_stream_device. */
   int device() const {
@@ -648,10 +445,6 @@ class Stream {
   bool owning_ = false;
 };
 
-inline void Event::record(const Stream& stream) {
-  detail::check(accel_event_record(handle_, stream.handle()), "accel_event_record");
-}
-
 /* The calling thread's current stream (non-owning). torch.accelerator.current_stream. */
 inline Stream current_stream(std::optional<int> device = {}) { return Stream::current(device); }
 
@@ -709,65 +502,115 @@ class StreamGuard {
 };
 
 /* ------------------------------------------------------------------------ */
-/* Memory                                                                     */
+/* Events                                                                     */
 /* ------------------------------------------------------------------------ */
 
-template <class T>
-class DeviceBuffer;
-template <class T>
-class HostSpan;
+/* Options of Event's constructor (torch.Event(device, enable_timing=...)). */
+struct EventOptions {
+  /* Record timestamps so elapsed_time() works (ACCEL_EVENT_ENABLE_TIMING). */
+  bool enable_timing = false;
+  /* Device of the event; empty: the calling thread's current device. */
+  std::optional<int> device = std::nullopt;
+};
 
-namespace detail {
+/* A move-only owning event handle (accel_event_create / _destroy). A
+ * moved-from Event holds no handle; every operation on it throws Error
+ * (ACCEL_ERROR_INVALID_ARGUMENT). */
+class Event {
+ public:
+  /* accel_event_create. Throws Error (ACCEL_ERROR_NOT_SUPPORTED when timing
+   * is asked of a backend without timing events, ACCEL_ERROR_INVALID_DEVICE,
+   * ...). Usage: accel::Event start({.enable_timing = true}); (C++20) or
+   * accel::Event start(accel::EventOptions{true}); (C++17). */
+  explicit Event(EventOptions options = {}) {
+    detail::check(
+        accel_event_create(detail::c_device(options.device),
+                           options.enable_timing ? ACCEL_EVENT_ENABLE_TIMING : ACCEL_EVENT_DEFAULT,
+                           &handle_),
+        "accel_event_create");
+    timing_ = options.enable_timing;
+  }
 
-template <class T>
-using remove_cvref_t = std::remove_cv_t<std::remove_reference_t<T>>;
+  ~Event() noexcept { reset(); }
 
-/* Types whose data() is device memory: never a host range. */
-template <class C>
-struct is_device_buffer : std::false_type {};
-template <class T>
-struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
+  Event(Event&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), timing_(other.timing_) {}
+  Event& operator=(Event&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+      timing_ = other.timing_;
+    }
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
 
-/* Views: a temporary of one still refers to memory that outlives it, so it
- * may be written through (std::span's borrowed ranges). */
-template <class C>
-struct is_host_view : std::false_type {};
-template <class T>
-struct is_host_view<HostSpan<T>> : std::true_type {};
-#ifdef __cpp_lib_span
-template <class T, std::size_t Extent>
-struct is_host_view<std::span<T, Extent>> : std::true_type {};
-#endif
+  /* Records the event on the current stream of its device
+   * (accel_event_record with NULL). */
+  void record() { detail::check(accel_event_record(handle_, nullptr), "accel_event_record"); }
+  /* Records the event on `stream` (same device and backend, else
+   * ACCEL_ERROR_DEVICE_MISMATCH). accel_event_record. */
+  void record(const Stream& stream) {
+    detail::check(accel_event_record(handle_, stream.handle()), "accel_event_record");
+  }
 
-/* Whether P, the type of std::data() of a range, points to elements a
- * HostSpan<T> may view: T itself up to added const (no derived-to-base, no
- * conversions of values). */
-template <class P, class T>
-struct is_element_pointer_for : std::false_type {};
-template <class U, class T>
-struct is_element_pointer_for<U*, T> : std::is_convertible<U (*)[], T (*)[]> {};
+  /* True when the last record has completed or the event was never
+   * recorded; false while pending. Never blocks. accel_event_query. */
+  bool query() const {
+    const accel_status_t st = accel_event_query(handle_);
+    if (st == ACCEL_ERROR_NOT_READY) return false;
+    detail::check(st, "accel_event_query");
+    return true;
+  }
 
-/* Whether HostSpan<T> can view a C (a forwarding reference's type: an
- * lvalue reference for an lvalue): a contiguous range (std::data and
- * std::size work on it) of suitable elements, not device memory, not
- * HostSpan<T> itself (its copy constructor does that), and, for writable T,
- * not a temporary container. */
-template <class T, class C, class = void>
-struct is_host_range_for : std::false_type {};
-template <class T, class C>
-struct is_host_range_for<
-    T, C,
-    std::void_t<decltype(std::data(std::declval<std::remove_reference_t<C>&>())),
-                decltype(std::size(std::declval<std::remove_reference_t<C>&>()))>>
-    : std::bool_constant<
-          is_element_pointer_for<decltype(std::data(std::declval<std::remove_reference_t<C>&>())),
-                                 T>::value &&
-          !is_device_buffer<remove_cvref_t<C>>::value &&
-          !std::is_same_v<remove_cvref_t<C>, HostSpan<T>> &&
-          (std::is_lvalue_reference_v<C> || std::is_const_v<T> ||
-           is_host_view<remove_cvref_t<C>>::value)> {};
+  /* Blocks until the last record completes (at once if never recorded).
+   * accel_event_synchronize. */
+  void synchronize() const {
+    detail::check(accel_event_synchronize(handle_), "accel_event_synchronize");
+  }
 
-}  // namespace detail
+  /* Time from this event's completion to `end`'s, in milliseconds (may be
+   * negative). Both need timing, a completed record, one device: else Error
+   * with ACCEL_ERROR_EVENT_NO_TIMING, _EVENT_NOT_RECORDED, _NOT_READY or
+   * _DEVICE_MISMATCH. accel_event_elapsed_time / torch.Event.elapsed_time. */
+  std::chrono::duration<double, std::milli> elapsed_time(const Event& end) const {
+    float ms = 0.0f;
+    detail::check(accel_event_elapsed_time(handle_, end.handle_, &ms), "accel_event_elapsed_time");
+    return std::chrono::duration<double, std::milli>(static_cast<double>(ms));
+  }
+
+  /* Device index of the event. accel_event_device. */
+  int device() const {
+    int32_t d = -1;
+    detail::check(accel_event_device(handle_, &d), "accel_event_device");
+    return static_cast<int>(d);
+  }
+
+  /* Whether the event was created with timing. */
+  bool timing_enabled() const noexcept { return timing_; }
+
+  /* The C handle, still owned by this object (NULL when moved from). */
+  accel_event_t handle() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /* Gives up ownership: the caller must accel_event_destroy the handle. */
+  accel_event_t release() noexcept { return std::exchange(handle_, nullptr); }
+
+ private:
+  void reset() noexcept {
+    if (handle_ != nullptr)
+      detail::report_status("~Event: accel_event_destroy",
+                            accel_event_destroy(std::exchange(handle_, nullptr)));
+  }
+
+  accel_event_t handle_ = nullptr;
+  bool timing_ = false;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                     */
+/* ------------------------------------------------------------------------ */
 
 /* A view of size() elements of T in host memory: a pointer and a count, the
  * host side of DeviceBuffer's copies (std::span's role, in C++17 too). It
@@ -846,19 +689,7 @@ class DeviceBuffer {
    * calling thread's current stream of that device (accel_current_stream,
    * accel_malloc_async). Throws Error (ACCEL_ERROR_OUT_OF_MEMORY,
    * ACCEL_ERROR_INVALID_DEVICE, ...). */
-  explicit DeviceBuffer(std::size_t count, std::optional<int> device = {}) {
-    check_count(count);
-    if (device.has_value() && *device >= 0) {
-      device_ = *device;
-    } else {
-      device_ = current_device_index();
-    }
-    if (count == 0) return;
-    accel_stream_t stream = nullptr;
-    detail::check(accel_current_stream(static_cast<int32_t>(device_), &stream),
-                  "accel_current_stream");
-    allocate(count, stream);
-  }
+  explicit DeviceBuffer(std::size_t count, std::optional<int> device = {});
 
   /* `count` elements, uninitialised, on the device of `stream` and
    * belonging to it (accel_malloc_async): work queued on `stream` from now
@@ -866,33 +697,14 @@ class DeviceBuffer {
    * outlive the buffer. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT for a
    * moved-from or destroyed stream, ACCEL_ERROR_OUT_OF_MEMORY, ...).
    * cudaMallocAsync. */
-  DeviceBuffer(std::size_t count, const Stream& stream) {
-    check_count(count);
-    device_ = stream.device();
-    stream_ = stream.handle();
-    if (count == 0) return;
-    allocate(count, stream.handle());
-  }
+  DeviceBuffer(std::size_t count, const Stream& stream);
 
   /* Frees in the order of the buffer's stream (accel_free_async); failures
    * go to the error handler. */
   ~DeviceBuffer() noexcept { reset(); }
 
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)),
-        size_(std::exchange(other.size_, 0)),
-        device_(other.device_),
-        stream_(other.stream_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      ptr_ = std::exchange(other.ptr_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-      device_ = other.device_;
-      stream_ = other.stream_;
-    }
-    return *this;
-  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
@@ -922,17 +734,7 @@ class DeviceBuffer {
    * buffer. The copy functions and fill_bytes call it themselves. Throws
    * Error (ACCEL_ERROR_INVALID_ARGUMENT for a moved-from or destroyed stream,
    * ACCEL_ERROR_DEVICE_MISMATCH for a stream of another backend, ...). */
-  void record_stream(const Stream& stream) const {
-    if (ptr_ == nullptr || stream.handle() == stream_) return;
-    if (stream.device() == device_ && !detail::native_allocator()) {
-      detail::check(accel_record_stream(ptr_, stream.handle()), "accel_record_stream");
-      return;
-    }
-    // accel_record_stream is a no-op under backend:native (accel_free_async
-    // waits only for the buffer's stream) and refuses another device's
-    // stream: order the buffer's stream after `stream` instead.
-    Stream::borrow(stream_).wait(stream);
-  }
+  void record_stream(const Stream& stream) const;
 
   /* Queues a host-to-device copy of `src` (a std::vector, std::array, C
    * array, {pointer, count}, std::span in C++20: see HostSpan) into
@@ -941,14 +743,7 @@ class DeviceBuffer {
    * the stream is synchronized. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT
    * when the range does not fit, ACCEL_ERROR_DEVICE_MISMATCH when the stream
    * is of another device, ...). Thread-safety: as accel_memcpy_async. */
-  void copy_from(HostSpan<const T> src, const Stream& stream, std::size_t offset = 0) {
-    check_range(offset, src.size(), "DeviceBuffer::copy_from");
-    if (src.empty()) return;
-    detail::check(accel_memcpy_async(ptr_ + offset, src.data(), src.size_bytes(),
-                                     ACCEL_MEMCPY_HOST_TO_DEVICE, stream.handle()),
-                  "accel_memcpy_async");
-    record_stream(stream);
-  }
+  void copy_from(HostSpan<const T> src, const Stream& stream, std::size_t offset = 0);
   /* As above, on the calling thread's current stream of the buffer's
    * device. */
   void copy_from(HostSpan<const T> src, std::size_t offset = 0) {
@@ -959,14 +754,7 @@ class DeviceBuffer {
    * into `dst` (writable host memory, see HostSpan) on `stream`. `dst` holds
    * the data only once the stream is synchronized. Throws Error as
    * copy_from. */
-  void copy_to(HostSpan<T> dst, const Stream& stream, std::size_t offset = 0) const {
-    check_range(offset, dst.size(), "DeviceBuffer::copy_to");
-    if (dst.empty()) return;
-    detail::check(accel_memcpy_async(dst.data(), ptr_ + offset, dst.size_bytes(),
-                                     ACCEL_MEMCPY_DEVICE_TO_HOST, stream.handle()),
-                  "accel_memcpy_async");
-    record_stream(stream);
-  }
+  void copy_to(HostSpan<T> dst, const Stream& stream, std::size_t offset = 0) const;
   /* As above, on the calling thread's current stream of the buffer's
    * device. */
   void copy_to(HostSpan<T> dst, std::size_t offset = 0) const {
@@ -975,14 +763,7 @@ class DeviceBuffer {
 
   /* Queues a copy of all of `src` (same size; any device of the backend:
    * see the overload with offsets) into this buffer. */
-  void copy_from(const DeviceBuffer& src, const Stream& stream) {
-    if (src.size_ != size_)
-      throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "source has " + std::to_string(src.size_) + " elements, destination " +
-                      std::to_string(size_),
-                  "DeviceBuffer::copy_from");
-    copy_from(src, 0, 0, size_, stream);
-  }
+  void copy_from(const DeviceBuffer& src, const Stream& stream);
 
   /* Queues a copy of `count` elements of `src` from element `src_offset`
    * into this buffer from element `offset`, on `stream`; counts and offsets
@@ -991,32 +772,11 @@ class DeviceBuffer {
    * may be of either device. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT when
    * a range does not fit, ...). */
   void copy_from(const DeviceBuffer& src, std::size_t src_offset, std::size_t offset,
-                 std::size_t count, const Stream& stream) {
-    src.check_range(src_offset, count, "DeviceBuffer::copy_from (source)");
-    check_range(offset, count, "DeviceBuffer::copy_from");
-    if (count == 0) return;
-    if (src.device_ == device_) {
-      detail::check(accel_memcpy_async(ptr_ + offset, src.ptr_ + src_offset, count * sizeof(T),
-                                       ACCEL_MEMCPY_DEVICE_TO_DEVICE, stream.handle()),
-                    "accel_memcpy_async");
-    } else {
-      detail::check(accel_memcpy_peer_async(
-                        ptr_ + offset, static_cast<int32_t>(device_), src.ptr_ + src_offset,
-                        static_cast<int32_t>(src.device_), count * sizeof(T), stream.handle()),
-                    "accel_memcpy_peer_async");
-    }
-    record_stream(stream);
-    src.record_stream(stream);
-  }
+                 std::size_t count, const Stream& stream);
 
   /* Queues setting every byte to (unsigned char)value on `stream`.
    * accel_memset_async. */
-  void fill_bytes(int value, const Stream& stream) {
-    if (size_ == 0) return;
-    detail::check(accel_memset_async(ptr_, value, size_bytes(), stream.handle()),
-                  "accel_memset_async");
-    record_stream(stream);
-  }
+  void fill_bytes(int value, const Stream& stream);
   void fill_bytes(int value) { fill_bytes(value, Stream::current(device_)); }
 
   /* Gives up ownership: the caller must free the pointer
@@ -1027,50 +787,17 @@ class DeviceBuffer {
   }
 
  private:
-  static void check_count(std::size_t count) {
-    if (count > SIZE_MAX / sizeof(T))
-      throw Error(ACCEL_ERROR_OUT_OF_MEMORY,
-                  std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
-                      " bytes overflow size_t",
-                  "DeviceBuffer");
-  }
-
-  void allocate(std::size_t count, accel_stream_t stream) {
-    void* p = nullptr;
-    detail::check(accel_malloc_async(count * sizeof(T), stream, &p), "accel_malloc_async");
-    ptr_ = static_cast<T*>(p);
-    size_ = count;
-    stream_ = stream;
-  }
-
-  void check_range(std::size_t offset, std::size_t count, const char* op) const {
-    if (offset > size_ || count > size_ - offset)
-      throw Error(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                      std::to_string(count) + ") do not fit a buffer of " + std::to_string(size_) +
-                      " elements",
-                  op);
-  }
-
-  void reset() noexcept {
-    size_ = 0;
-    if (ptr_ == nullptr) return;
-    void* p = std::exchange(ptr_, nullptr);
-    accel_status_t st = accel_free_async(p, stream_);
-    if (st == ACCEL_ERROR_INVALID_ARGUMENT || st == ACCEL_ERROR_DEVICE_MISMATCH) {
-      // The stream was destroyed before the buffer (its handle is refused,
-      // or names a newer stream). accel_free orders the free after the
-      // destroyed stream's work with the caching allocator; backend:native
-      // frees at once, so wait for the device first. A pointer that is not
-      // live fails here again and is reported.
-      if (detail::native_allocator())
-        detail::report_status("~DeviceBuffer: accel_synchronize",
-                              accel_synchronize(static_cast<int32_t>(device_)));
-      detail::report_status("~DeviceBuffer: accel_free", accel_free(p));
-      return;
-    }
-    detail::report_status("~DeviceBuffer: accel_free_async", st);
-  }
+  /* Throws Error (ACCEL_ERROR_OUT_OF_MEMORY) when `count` elements overflow
+   * size_t bytes. */
+  static void check_count(std::size_t count);
+  /* accel_malloc_async of `count` elements on `stream`, which the buffer
+   * then belongs to. */
+  void allocate(std::size_t count, accel_stream_t stream);
+  /* Throws Error (ACCEL_ERROR_INVALID_ARGUMENT, named `op`) unless elements
+   * [offset, offset + count) lie in the buffer. */
+  void check_range(std::size_t offset, std::size_t count, const char* op) const;
+  /* Frees the memory in the order of its stream; see the destructor. */
+  void reset() noexcept;
 
   T* ptr_ = nullptr;
   std::size_t size_ = 0;
@@ -1097,7 +824,10 @@ inline MemoryStats memory_stats(std::optional<int> device = {}) {
                      s.total_allocations};
 }
 
-/* Sets the peak to the bytes allocated now. accel_reset_peak_memory_stats. */
+/* Sets every peak statistic of `device` (empty: current) to its current
+ * value: MemoryStats' peak_allocated_bytes and the ".peak" entries of
+ * memory::stats(). accel_reset_peak_memory_stats /
+ * torch.accelerator.reset_peak_memory_stats. */
 inline void reset_peak_memory_stats(std::optional<int> device = {}) {
   detail::check(accel_reset_peak_memory_stats(detail::c_device(device)),
                 "accel_reset_peak_memory_stats");
@@ -1131,19 +861,7 @@ namespace memory {
  * ("allocated_bytes.all.current", "num_ooms", ...: accel.h lists them);
  * bytes or counts as the name says. Never initialises a backend.
  * accel_memory_stats_list / torch.cuda.memory_stats. */
-inline std::map<std::string, std::int64_t> stats(std::optional<int> device = {}) {
-  const int32_t d = detail::c_device(device);
-  std::size_t count = 0;
-  detail::check(accel_memory_stats_list(d, nullptr, 0, &count), "accel_memory_stats_list");
-  std::vector<accel_memory_stat_t> list(count);
-  std::size_t written = 0;
-  detail::check(accel_memory_stats_list(d, list.data(), list.size(), &written),
-                "accel_memory_stats_list");
-  std::map<std::string, std::int64_t> out;
-  for (std::size_t i = 0; i < written && i < list.size(); ++i)
-    if (list[i].name != nullptr) out.emplace(list[i].name, list[i].value);
-  return out;
-}
+inline std::map<std::string, std::int64_t> stats(std::optional<int> device = {});
 
 /* Returns the cached memory of `device` that no allocation uses to the
  * vendor, after waiting for the streams that last used it; allocations stay
@@ -1157,41 +875,13 @@ inline void empty_cache(std::optional<int> device = {}) {
  * asking for its length and writing it, so this asks again (a few times at
  * most) while the C call answers ACCEL_ERROR_OUT_OF_RANGE.
  * accel_memory_snapshot / torch.cuda.memory._snapshot. */
-inline std::string snapshot(std::optional<int> device = {}) {
-  const int32_t d = detail::c_device(device);
-  std::size_t length = 0;
-  accel_status_t st = accel_memory_snapshot(d, nullptr, 0, &length);
-  if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
-  // Room for what was asked and some growth (another thread allocating),
-  // doubled on every round that was still too small: the snapshot is
-  // bounded (the history is a ring), so this ends while it grows.
-  std::size_t capacity = length + 1 + length / 8 + 4096;
-  for (int attempt = 0; attempt < 24; ++attempt) {
-    std::string text(capacity, '\0');
-    st = accel_memory_snapshot(d, text.data(), text.size(), &length);
-    if (st == ACCEL_SUCCESS) {
-      text.resize(length);
-      return text;
-    }
-    if (st != ACCEL_ERROR_OUT_OF_RANGE) detail::check(st, "accel_memory_snapshot");
-    capacity = std::max(capacity * 2, length + 1 + length / 8 + 4096);
-  }
-  throw Error(ACCEL_ERROR_OUT_OF_RANGE, "the snapshot kept growing faster than it was read",
-              "accel_memory_snapshot");
-}
+inline std::string snapshot(std::optional<int> device = {});
 
 /* Keeps the last `max_entries` allocator events of every device for
  * snapshot(); 0 stops recording and drops them (at most 1 << 24).
  * accel_record_memory_history / torch.cuda.memory._record_memory_history. */
 inline void record_history(std::size_t max_entries) {
   detail::check(accel_record_memory_history(max_entries), "accel_record_memory_history");
-}
-
-/* Sets every peak statistic of `device` to its current value.
- * accel_reset_peak_memory_stats / torch.cuda.reset_peak_memory_stats. */
-inline void reset_peak_stats(std::optional<int> device = {}) {
-  detail::check(accel_reset_peak_memory_stats(detail::c_device(device)),
-                "accel_reset_peak_memory_stats");
 }
 
 /* Sets the ".allocated" / ".freed" and num_* statistics of `device` to 0.
@@ -1212,18 +902,7 @@ inline std::string allocator_backend() {
 /* Every statistic of the pinned host memory cache (accel_host_malloc), by
  * name ("allocated_bytes.current", "num_host_alloc", ...).
  * accel_host_memory_stats_list / torch.cuda.host_memory_stats. */
-inline std::map<std::string, std::int64_t> host_stats() {
-  std::size_t count = 0;
-  detail::check(accel_host_memory_stats_list(nullptr, 0, &count), "accel_host_memory_stats_list");
-  std::vector<accel_memory_stat_t> list(count);
-  std::size_t written = 0;
-  detail::check(accel_host_memory_stats_list(list.data(), list.size(), &written),
-                "accel_host_memory_stats_list");
-  std::map<std::string, std::int64_t> out;
-  for (std::size_t i = 0; i < written && i < list.size(); ++i)
-    if (list[i].name != nullptr) out.emplace(list[i].name, list[i].value);
-  return out;
-}
+inline std::map<std::string, std::int64_t> host_stats();
 
 /* Returns the cached pinned host blocks that no queued copy still uses to
  * the vendor. accel_empty_host_cache / torch.cuda.empty_host_cache. */
@@ -1234,7 +913,7 @@ inline void empty_host_cache() {
 }  // namespace memory
 
 /* ------------------------------------------------------------------------ */
-/* Device properties and backends                                             */
+/* Device properties                                                          */
 /* ------------------------------------------------------------------------ */
 
 /* accel_device_properties_t with owned strings. */
@@ -1251,79 +930,45 @@ struct DeviceProperties {
 
 /* Properties of `device` (empty: current). Initialises the backend.
  * accel_get_device_properties / torch.cuda.get_device_properties. */
-inline DeviceProperties device_properties(std::optional<int> device = {}) {
-  accel_device_properties_t p{};
-  p.struct_size = sizeof p;
-  detail::check(accel_get_device_properties(detail::c_device(device), &p),
-                "accel_get_device_properties");
-  DeviceProperties out;
-  // The C strings are NUL-terminated inside their arrays; bound them anyway.
-  auto str = [](const char* s, std::size_t cap) {
-    std::size_t n = 0;
-    while (n < cap && s[n] != '\0') ++n;
-    return std::string(s, n);
-  };
-  out.name = str(p.name, sizeof p.name);
-  out.vendor = str(p.vendor, sizeof p.vendor);
-  out.total_memory = p.total_memory;
-  if (p.has_uuid != 0) {
-    std::array<std::uint8_t, 16> u{};
-    for (std::size_t i = 0; i < u.size(); ++i) u[i] = p.uuid[i];
-    out.uuid = u;
-  }
-  out.pci_bus_id = str(p.pci_bus_id, sizeof p.pci_bus_id);
-  out.architecture = str(p.architecture, sizeof p.architecture);
-  out.compute_units = static_cast<int>(p.compute_units);
-  out.device_index = static_cast<int>(p.device_index);
-  return out;
+inline DeviceProperties device_properties(std::optional<int> device = {});
+
+/* ------------------------------------------------------------------------ */
+/* Device attributes and capability                                           */
+/* ------------------------------------------------------------------------ */
+
+/* One device attribute (cudaDeviceGetAttribute's shape), or empty when the
+ * backend cannot answer it (ACCEL_ERROR_NOT_SUPPORTED). Throws Error for
+ * any other failure. */
+inline std::optional<std::int64_t> device_attribute(accel_device_attr_t attr,
+                                                    std::optional<int> device = {}) {
+  std::int64_t v = 0;
+  const accel_status_t st = accel_device_get_attribute(detail::c_device(device), attr, &v);
+  if (st == ACCEL_ERROR_NOT_SUPPORTED) return std::nullopt;
+  detail::check(st, "accel_device_get_attribute");
+  return v;
 }
 
-/* One plugin candidate found by discovery (what accelctl backends shows). */
-struct BackendInfo {
-  std::string name;
-  std::string path;
-  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
-  std::string reason;
-  unsigned abi_major = 0;
-  unsigned abi_minor = 0;
-  int priority = 0;
-  int device_count = 0;
-  std::uint32_t capabilities = 0; /* ACCEL_CAP_* */
-  bool is_current = false;
-
-  /* "available", "no_devices", ... (accel_backend_status_name). */
-  std::string status_name() const { return accel_backend_status_name(status); }
+/* torch.accelerator.get_device_capability: the element types the device
+ * holds. */
+struct DeviceCapability {
+  std::uint64_t supported_dtypes = 0; /* ACCEL_DTYPE_BIT of each */
+  bool supports(accel_dtype_t dtype) const noexcept {
+    return (supported_dtypes & ACCEL_DTYPE_BIT(dtype)) != 0;
+  }
 };
 
-/* Every entry recorded by discovery, in discovery order.
- * accel_backend_count / accel_get_backend_info. */
-inline std::vector<BackendInfo> backends() {
-  std::vector<BackendInfo> out;
-  const std::size_t n = accel_backend_count();
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    accel_backend_info_t b{};
-    b.struct_size = sizeof b;
-    detail::check(accel_get_backend_info(i, &b), "accel_get_backend_info");
-    BackendInfo info;
-    info.name = b.name != nullptr ? b.name : "";
-    info.path = b.path != nullptr ? b.path : "";
-    info.status = b.status;
-    info.reason = b.reason != nullptr ? b.reason : "";
-    info.abi_major = b.abi_major;
-    info.abi_minor = b.abi_minor;
-    info.priority = static_cast<int>(b.priority);
-    info.device_count = static_cast<int>(b.device_count);
-    info.capabilities = b.capabilities;
-    info.is_current = b.is_current != 0;
-    out.push_back(std::move(info));
-  }
-  return out;
+inline DeviceCapability device_capability(std::optional<int> device = {}) {
+  accel_device_capability_t c{};
+  c.struct_size = sizeof c;
+  detail::check(accel_get_device_capability(detail::c_device(device), &c),
+                "accel_get_device_capability");
+  return DeviceCapability{c.supported_dtypes};
 }
 
 /* ------------------------------------------------------------------------ */
-/* Pinned host memory, pointers, peers, attributes (ABI 1.1)                  */
+/* Page-locked (pinned) host memory                                           */
 /* ------------------------------------------------------------------------ */
+
 
 /* Move-only owner of `count` elements of page-locked host memory
  * (accel_host_malloc): copies between it and device memory are truly
@@ -1403,6 +1048,10 @@ inline PointerAttributes pointer_attributes(const void* ptr) {
   return PointerAttributes{a.type, a.backend != nullptr ? a.backend : "", a.device, a.base, a.size};
 }
 
+/* ------------------------------------------------------------------------ */
+/* Peer access                                                                */
+/* ------------------------------------------------------------------------ */
+
 /* Whether `device` can reach `peer`'s memory directly (after
  * enable_peer_access). torch.cuda.can_device_access_peer. */
 inline bool can_device_access_peer(int device, int peer) {
@@ -1414,35 +1063,6 @@ inline bool can_device_access_peer(int device, int peer) {
 /* accel_device_enable_peer_access (one direction; again is not an error). */
 inline void enable_peer_access(int device, int peer) {
   detail::check(accel_device_enable_peer_access(device, peer), "accel_device_enable_peer_access");
-}
-
-/* One device attribute (cudaDeviceGetAttribute's shape), or empty when the
- * backend cannot answer it (ACCEL_ERROR_NOT_SUPPORTED). Throws Error for
- * any other failure. */
-inline std::optional<std::int64_t> device_attribute(accel_device_attr_t attr,
-                                                    std::optional<int> device = {}) {
-  std::int64_t v = 0;
-  const accel_status_t st = accel_device_get_attribute(detail::c_device(device), attr, &v);
-  if (st == ACCEL_ERROR_NOT_SUPPORTED) return std::nullopt;
-  detail::check(st, "accel_device_get_attribute");
-  return v;
-}
-
-/* torch.accelerator.get_device_capability: the element types the device
- * holds. */
-struct DeviceCapability {
-  std::uint64_t supported_dtypes = 0; /* ACCEL_DTYPE_BIT of each */
-  bool supports(accel_dtype_t dtype) const noexcept {
-    return (supported_dtypes & ACCEL_DTYPE_BIT(dtype)) != 0;
-  }
-};
-
-inline DeviceCapability device_capability(std::optional<int> device = {}) {
-  accel_device_capability_t c{};
-  c.struct_size = sizeof c;
-  detail::check(accel_get_device_capability(detail::c_device(device), &c),
-                "accel_get_device_capability");
-  return DeviceCapability{c.supported_dtypes};
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1509,36 +1129,6 @@ struct KernelAttributes {
   std::int64_t preferred_block_multiple = -1;
   std::int32_t num_args = -1;
 };
-
-namespace detail {
-
-template <class T>
-struct is_local_memory : std::is_same<std::remove_cv_t<std::remove_reference_t<T>>, LocalMemory> {};
-
-/* The accel_kernel_arg_t of one C++ argument, by its type: a pointer or a
- * DeviceBuffer is a device pointer, LocalMemory is local memory, any other
- * trivially copyable value is passed by value; anything else (std::string,
- * std::vector, a reference-holding class) does not compile. The argument
- * must outlive the launch call (it does: it is the call's own parameter). */
-template <class A>
-accel_kernel_arg_t kernel_arg(const A& a) {
-  using T = std::remove_cv_t<A>;
-  if constexpr (std::is_pointer_v<T> || std::is_null_pointer_v<T>) {
-    return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*),
-            const_cast<const void*>(static_cast<const volatile void*>(a))};
-  } else if constexpr (is_device_buffer<T>::value) {
-    return {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), a.data()};
-  } else if constexpr (is_local_memory<T>::value) {
-    return {ACCEL_KERNEL_ARG_LOCAL_MEMORY, a.bytes, nullptr};
-  } else {
-    static_assert(std::is_trivially_copyable_v<T> && !std::is_array_v<T>,
-                  "accel::Kernel::launch: an argument must be a pointer, a DeviceBuffer<T>, "
-                  "accel::LocalMemory or a trivially copyable value");
-    return {ACCEL_KERNEL_ARG_VALUE, sizeof(T), &a};
-  }
-}
-
-}  // namespace detail
 
 /* A kernel of a loaded Module: a plain handle (copyable), valid while its
  * module is loaded. */
@@ -1690,6 +1280,31 @@ inline std::uint64_t device_module_formats(std::optional<int> device = {}) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Backend introspection (what accelctl backends shows)                       */
+/* ------------------------------------------------------------------------ */
+
+/* One plugin candidate found by discovery (what accelctl backends shows). */
+struct BackendInfo {
+  std::string name;
+  std::string path;
+  accel_backend_status_t status = ACCEL_BACKEND_REJECTED;
+  std::string reason;
+  unsigned abi_major = 0;
+  unsigned abi_minor = 0;
+  int priority = 0;
+  int device_count = 0;
+  std::uint32_t capabilities = 0; /* ACCEL_CAP_* */
+  bool is_current = false;
+
+  /* "available", "no_devices", ... (accel_backend_status_name). */
+  std::string status_name() const { return accel_backend_status_name(status); }
+};
+
+/* Every entry recorded by discovery, in discovery order.
+ * accel_backend_count / accel_get_backend_info. */
+inline std::vector<BackendInfo> backends();
+
+/* ------------------------------------------------------------------------ */
 /* Tracing (docs/tracing.md)                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -1720,5 +1335,7 @@ inline void trace_flush() { detail::check(accel_trace_flush(), "accel_trace_flus
 inline bool trace_enabled() noexcept { return accel_trace_enabled() != 0; }
 
 }  // namespace accel
+
+#include <accel/detail/definitions.hpp>
 
 #endif /* ACCEL_ACCEL_HPP */

@@ -92,8 +92,8 @@ typedef enum accel_log_level {
 /* Services the core offers a plugin. Owned by the core, valid until process
  * exit; every function is thread-safe. Pass `host` itself back as the first
  * argument so the core knows which plugin speaks. */
-typedef struct accel_host_services accel_host_services_t;
-struct accel_host_services {
+typedef struct accel_host_services_s accel_host_services_t;
+struct accel_host_services_s {
   size_t struct_size; /* sizeof(accel_host_services_t) of the core */
   uint32_t abi_major; /* the core's ACCEL_PLUGIN_ABI_MAJOR */
   uint32_t abi_minor; /* the core's ACCEL_PLUGIN_ABI_MINOR */
@@ -148,7 +148,7 @@ typedef void* accel_plugin_kernel_t;
 typedef void (*accel_plugin_build_log_fn)(void* log_context, const char* text, size_t length);
 
 /* One parameter of a kernel as kernel_get_params describes it. */
-typedef struct accel_plugin_kernel_param {
+typedef struct accel_plugin_kernel_param_s {
   /* Which argument kinds the parameter takes: the OR of
    * ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_*); several bits where the
    * vendor cannot tell them apart (a CUDA pointer and an 8-byte value). */
@@ -170,7 +170,7 @@ typedef struct accel_plugin_kernel_param {
 
 /* The vtable. Statuses listed per member are those the core expects; any
  * other failure is passed through to the caller as it is. */
-typedef struct accel_plugin_api {
+typedef struct accel_plugin_api_s {
   size_t struct_size;    /* REQUIRED: sizeof(accel_plugin_api_t) the plugin was built with */
   uint32_t abi_major;    /* ACCEL_PLUGIN_ABI_MAJOR the plugin was built with */
   uint32_t abi_minor;    /* ACCEL_PLUGIN_ABI_MINOR the plugin was built with */

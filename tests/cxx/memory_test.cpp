@@ -337,7 +337,7 @@ TEST_CASE("memory::stats: torch's names and what one allocation adds", "[cxx][me
       CHECK(accel::memory::stats(0).at("allocated_bytes.all.peak") >=
             after.at("allocated_bytes.all.current") + (8 << 20));
     }
-    accel::memory::reset_peak_stats(0);
+    accel::reset_peak_memory_stats(0);
     const auto reset = accel::memory::stats(0);
     CHECK(reset.at("allocated_bytes.all.peak") == reset.at("allocated_bytes.all.current"));
     CHECK(reset.at("reserved_bytes.all.peak") == reset.at("reserved_bytes.all.current"));

@@ -180,7 +180,8 @@ def step_layout(args, tmp):
     else:
         log("note: readelf not found; soname not checked")
 
-    for h in ("accel.h", "accel_plugin.h", "accel_plugin_helpers.hpp", "accel.hpp"):
+    for h in ("accel.h", "accel_plugin.h", "accel_plugin_helpers.hpp", "accel.hpp",
+              "detail/support.hpp", "detail/definitions.hpp"):
         staged = st.includedir / "accel" / h
         expect(staged.is_file(), f"include/accel/{h} is installed")
         expect(staged.read_bytes() == (Path(args.source_root) / "include" / "accel" / h).read_bytes(),

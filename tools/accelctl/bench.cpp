@@ -170,18 +170,168 @@ void note_skipped(DeviceBench& d, const std::vector<uint64_t>& sizes, uint64_t l
   if (!list.empty()) d.notes.push_back(fmt::format("{}sizes skipped: {}: {}", prefix, list, why));
 }
 
-void measure_device(DeviceBench& d, const std::vector<uint64_t>& sizes, const BenchOptions& opts,
-                    bool events, int32_t count, const char* self_exe) {
-  const int32_t dev = d.index;
-  BENCH_TRY(accel_set_device_index(dev));
+// Free and total memory of the device, where the backend can tell.
+void read_memory_info(DeviceBench& d) {
   size_t free_b = 0, total_b = 0;
-  const accel_status_t mst = accel_mem_get_info(dev, &free_b, &total_b);
+  const accel_status_t mst = accel_mem_get_info(d.index, &free_b, &total_b);
   if (mst == ACCEL_SUCCESS) {
     d.free_bytes = free_b;
     d.total_bytes = total_b;
   } else if (mst != ACCEL_ERROR_NOT_SUPPORTED) {
     throw AccelError("accel_mem_get_info", mst);
   }
+}
+
+// Where one device's copies run: its stream and timer, two device buffers of
+// `limit` bytes, the sizes to measure; add() appends a series to d.series
+// (reserved beforehand, so the references it returns stay valid).
+struct CopyBench {
+  DeviceBench& d;
+  const std::vector<uint64_t>& sizes;
+  bool quick;
+  int32_t dev;
+  accel_stream_t s;
+  CopyTimer& timer;
+  DeviceBuffer& src;
+  DeviceBuffer& dst;
+  uint64_t limit;
+
+  Series& add(const char* key, const char* label) const {
+    d.series.push_back({key, label, {}, ""});
+    return d.series.back();
+  }
+  void measure(Series& series, uint64_t max_bytes,
+               const std::function<void(uint64_t)>& copy_of_size) const {
+    measure_series(series, sizes, max_bytes, quick, timer, copy_of_size);
+  }
+  std::function<void(uint64_t)> h2d(void* host) const {
+    return [this, host](uint64_t n) {
+      BENCH_TRY(accel_memcpy_async(dst.p, host, n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    };
+  }
+  std::function<void(uint64_t)> d2h(void* host) const {
+    return [this, host](uint64_t n) {
+      BENCH_TRY(accel_memcpy_async(host, src.p, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    };
+  }
+};
+
+// H2D and D2H from page-locked host memory, which `pinned` keeps until the
+// caller returns; a backend without it gets a note, a failure an error on
+// both series.
+void measure_pinned_copies(const CopyBench& c, PinnedBuffer& pinned) {
+  const accel_status_t pst = accel_host_malloc(c.limit, 0, &pinned.p);
+  if (pst == ACCEL_SUCCESS) {
+    std::memset(pinned.p, 1, c.limit);
+    c.measure(c.add("h2d_pinned", "H2D pinned"), c.limit, c.h2d(pinned.p));
+    c.measure(c.add("d2h_pinned", "D2H pinned"), c.limit, c.d2h(pinned.p));
+  } else if (pst == ACCEL_ERROR_NOT_SUPPORTED) {
+    c.d.notes.push_back("pinned: " + AccelError("accel_host_malloc", pst).not_available());
+  } else {
+    c.add("h2d_pinned", "H2D pinned").error = failure_detail("accel_host_malloc", pst);
+    c.add("d2h_pinned", "D2H pinned").error = failure_detail("accel_host_malloc", pst);
+  }
+}
+
+// This device to the next (accel_memcpy_peer_async), direct where the
+// backend can reach the peer's memory, else staged; a note with one device.
+void measure_peer_copies(const CopyBench& c, int32_t count) {
+  DeviceBench& d = c.d;
+  const int32_t dev = c.dev;
+  if (count < 2) {
+    d.notes.push_back("peer: n/a: one device");
+    return;
+  }
+  const int32_t peer = (dev + 1) % count;
+  DeviceBuffer far;
+  try {
+    int32_t can = 0;
+    BENCH_TRY(accel_device_can_access_peer(dev, peer, &can));
+    if (can != 0) BENCH_TRY(accel_device_enable_peer_access(dev, peer));
+    size_t pfree = 0;
+    std::optional<uint64_t> peer_free;
+    if (accel_mem_get_info(peer, &pfree, nullptr) == ACCEL_SUCCESS) peer_free = pfree;
+    std::string pwhy;
+    const uint64_t plimit = allocate_pair(peer, c.limit, peer_free, far, nullptr, pwhy);
+    note_skipped(d, c.sizes, plimit, "peer: ", pwhy);
+    d.peer_device = peer;
+    d.peer_access = can != 0 ? "direct" : "staged";
+    Series& ps = c.add("peer", "peer");
+    ps.label = fmt::format("peer {}->{}", dev, peer);
+    c.measure(ps, plimit, [&](uint64_t n) {
+      BENCH_TRY(accel_memcpy_peer_async(far.p, peer, c.src.p, dev, n, c.s));
+    });
+  } catch (const AccelError& e) {
+    if (e.status == ACCEL_ERROR_NOT_SUPPORTED)
+      d.notes.push_back("peer: " + e.not_available());
+    else
+      c.add("peer", "peer").error = e.what();
+  }
+  BENCH_TRY(accel_stream_synchronize(c.s));
+  accel_free(far.p);
+  far.p = nullptr;
+  // The cache would keep the peer's buffer reserved: the peer's own run
+  // (next) would see less free memory.
+  accel_empty_cache(peer);
+}
+
+// Event, host function and kernel latencies on the idle stream `s`.
+// References into d.latencies are held across add_latency calls: reserved,
+// no reallocation.
+void measure_stream_latencies(DeviceBench& d, int32_t dev, accel_stream_t s, bool quick) {
+  d.latencies.reserve(8);
+  const int lat_reps = quick ? 50 : 500;
+  Latency& ev = add_latency(d, "event_round_trip", "event record + synchronize");
+  guarded(ev, [&] { ev.us = event_round_trip_us(dev, s, lat_reps); });
+  Latency& hf_start = add_latency(d, "host_func_start", "host function: enqueue to start");
+  Latency& hf = add_latency(d, "host_func", "host function: enqueue to completion");
+  guarded(hf, [&] {
+    double a = 0, b = 0;
+    host_func_us(s, quick ? 30 : 200, a, b);
+    hf_start.us = a;
+    hf.us = b;
+  });
+  hf_start.note = hf.note;
+  hf_start.error = hf.error;
+  Latency& kl = add_latency(d, "kernel_launch", "kernel launch + completion (amortised)");
+  Latency& ke = add_latency(d, "kernel_enqueue", "kernel launch call (enqueue only)");
+  guarded(kl, [&] {
+    double a = 0, b = 0, load_ms = 0;
+    kernel_launch_us(dev, s, quick, a, b, load_ms);
+    kl.us = a;
+    ke.us = b;
+    d.notes.push_back(fmt::format("kernel: the module of kernels/ loaded in {:.1f} ms", load_ms));
+  });
+  ke.note = kl.note;
+  ke.error = kl.error;
+}
+
+// An accel_malloc + accel_free pair with this process's allocator, and with
+// the other one in a child accelctl (self_exe).
+void measure_alloc_latencies(DeviceBench& d, int32_t dev, uint64_t limit, bool quick,
+                             const char* self_exe) {
+  // 1 MiB, or less where the device memory is that small.
+  const uint64_t alloc_bytes = std::min<uint64_t>(uint64_t{1} << 20, limit);
+  const std::string own = accel_get_allocator_backend();
+  Latency& ac = add_latency(d, "alloc_cached", "");
+  Latency& an = add_latency(d, "alloc_native", "");
+  ac.label = fmt::format("accel_malloc + accel_free, caching ({})", size_text(alloc_bytes));
+  an.label = fmt::format("accel_malloc + accel_free, native ({})", size_text(alloc_bytes));
+  Latency& here = own == "native" ? an : ac;
+  Latency& there = own == "native" ? ac : an;
+  guarded(here, [&] { here.us = alloc_pair_us(dev, alloc_bytes, quick); });
+  guarded(there, [&] {
+    there.us = alloc_pair_in_child(self_exe, own == "native" ? "caching" : "native", dev,
+                                   alloc_bytes, quick);
+  });
+}
+
+// Every series and latency of one device, into `d`.
+void measure_device(DeviceBench& d, const std::vector<uint64_t>& sizes, const BenchOptions& opts,
+                    bool events, int32_t count, const char* self_exe) {
+  const int32_t dev = d.index;
+  BENCH_TRY(accel_set_device_index(dev));
+  read_memory_info(d);
   const uint64_t want = sizes.empty() ? 4096 : sizes.back();
   Stream stream;
   BENCH_TRY(accel_stream_create(dev, 0, &stream.s));
@@ -194,127 +344,26 @@ void measure_device(DeviceBench& d, const std::vector<uint64_t>& sizes, const Be
   const uint64_t limit = d.max_bytes;
   note_skipped(d, sizes, limit, "", why);
 
-  // Pageable host memory, touched so page faults are not timed.
+  // Pageable host memory, touched so page faults are not timed. The host
+  // buffers live to the end: a failed series may leave copies queued.
   std::unique_ptr<unsigned char[]> pageable(new unsigned char[limit]);
   std::memset(pageable.get(), 1, limit);
   BENCH_TRY(accel_memset_async(src.p, 2, limit, s));
   BENCH_TRY(accel_stream_synchronize(s));
 
-  const auto add = [&](const char* key, const char* label) -> Series& {
-    d.series.push_back({key, label, {}, ""});
-    return d.series.back();
-  };
-  const auto h2d = [&](void* host) {
-    return [&, host](uint64_t n) {
-      BENCH_TRY(accel_memcpy_async(dst.p, host, n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
-    };
-  };
-  const auto d2h = [&](void* host) {
-    return [&, host](uint64_t n) {
-      BENCH_TRY(accel_memcpy_async(host, src.p, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
-    };
-  };
+  const CopyBench c{d, sizes, opts.quick, dev, s, timer, src, dst, limit};
   d.series.reserve(6);
-  measure_series(add("h2d_pageable", "H2D pageable"), sizes, limit, opts.quick, timer,
-                 h2d(pageable.get()));
-  measure_series(add("d2h_pageable", "D2H pageable"), sizes, limit, opts.quick, timer,
-                 d2h(pageable.get()));
-
+  c.measure(c.add("h2d_pageable", "H2D pageable"), limit, c.h2d(pageable.get()));
+  c.measure(c.add("d2h_pageable", "D2H pageable"), limit, c.d2h(pageable.get()));
   PinnedBuffer pinned;
-  const accel_status_t pst = accel_host_malloc(limit, 0, &pinned.p);
-  if (pst == ACCEL_SUCCESS) {
-    std::memset(pinned.p, 1, limit);
-    measure_series(add("h2d_pinned", "H2D pinned"), sizes, limit, opts.quick, timer, h2d(pinned.p));
-    measure_series(add("d2h_pinned", "D2H pinned"), sizes, limit, opts.quick, timer, d2h(pinned.p));
-  } else if (pst == ACCEL_ERROR_NOT_SUPPORTED) {
-    d.notes.push_back("pinned: " + AccelError("accel_host_malloc", pst).not_available());
-  } else {
-    add("h2d_pinned", "H2D pinned").error = failure_detail("accel_host_malloc", pst);
-    add("d2h_pinned", "D2H pinned").error = failure_detail("accel_host_malloc", pst);
-  }
-
-  measure_series(add("d2d", "D2D"), sizes, limit, opts.quick, timer, [&](uint64_t n) {
+  measure_pinned_copies(c, pinned);
+  c.measure(c.add("d2d", "D2D"), limit, [&](uint64_t n) {
     BENCH_TRY(accel_memcpy_async(dst.p, src.p, n, ACCEL_MEMCPY_DEVICE_TO_DEVICE, s));
   });
+  measure_peer_copies(c, count);
 
-  if (count < 2) {
-    d.notes.push_back("peer: n/a: one device");
-  } else {
-    const int32_t peer = (dev + 1) % count;
-    DeviceBuffer far;
-    try {
-      int32_t can = 0;
-      BENCH_TRY(accel_device_can_access_peer(dev, peer, &can));
-      if (can != 0) BENCH_TRY(accel_device_enable_peer_access(dev, peer));
-      size_t pfree = 0;
-      std::optional<uint64_t> peer_free;
-      if (accel_mem_get_info(peer, &pfree, nullptr) == ACCEL_SUCCESS) peer_free = pfree;
-      std::string pwhy;
-      const uint64_t plimit = allocate_pair(peer, limit, peer_free, far, nullptr, pwhy);
-      note_skipped(d, sizes, plimit, "peer: ", pwhy);
-      d.peer_device = peer;
-      d.peer_access = can != 0 ? "direct" : "staged";
-      Series& ps = add("peer", "peer");
-      ps.label = fmt::format("peer {}->{}", dev, peer);
-      measure_series(ps, sizes, plimit, opts.quick, timer, [&](uint64_t n) {
-        BENCH_TRY(accel_memcpy_peer_async(far.p, peer, src.p, dev, n, s));
-      });
-    } catch (const AccelError& e) {
-      if (e.status == ACCEL_ERROR_NOT_SUPPORTED)
-        d.notes.push_back("peer: " + e.not_available());
-      else
-        add("peer", "peer").error = e.what();
-    }
-    BENCH_TRY(accel_stream_synchronize(s));
-    accel_free(far.p);
-    far.p = nullptr;
-    // The cache would keep the peer's buffer reserved: the peer's own run
-    // (next) would see less free memory.
-    accel_empty_cache(peer);
-  }
-
-  // Latencies on the now idle stream. References into d.latencies are held
-  // across add_latency calls: no reallocation.
-  d.latencies.reserve(8);
-  const int lat_reps = opts.quick ? 50 : 500;
-  Latency& ev = add_latency(d, "event_round_trip", "event record + synchronize");
-  guarded(ev, [&] { ev.us = event_round_trip_us(dev, s, lat_reps); });
-  Latency& hf_start = add_latency(d, "host_func_start", "host function: enqueue to start");
-  Latency& hf = add_latency(d, "host_func", "host function: enqueue to completion");
-  guarded(hf, [&] {
-    double a = 0, b = 0;
-    host_func_us(s, opts.quick ? 30 : 200, a, b);
-    hf_start.us = a;
-    hf.us = b;
-  });
-  hf_start.note = hf.note;
-  hf_start.error = hf.error;
-  Latency& kl = add_latency(d, "kernel_launch", "kernel launch + completion (amortised)");
-  Latency& ke = add_latency(d, "kernel_enqueue", "kernel launch call (enqueue only)");
-  guarded(kl, [&] {
-    double a = 0, b = 0, load_ms = 0;
-    kernel_launch_us(dev, s, opts.quick, a, b, load_ms);
-    kl.us = a;
-    ke.us = b;
-    d.notes.push_back(fmt::format("kernel: the module of kernels/ loaded in {:.1f} ms", load_ms));
-  });
-  ke.note = kl.note;
-  ke.error = kl.error;
-
-  // 1 MiB, or less where the device memory is that small.
-  const uint64_t alloc_bytes = std::min<uint64_t>(uint64_t{1} << 20, limit);
-  const std::string own = accel_get_allocator_backend();
-  Latency& ac = add_latency(d, "alloc_cached", "");
-  Latency& an = add_latency(d, "alloc_native", "");
-  ac.label = fmt::format("accel_malloc + accel_free, caching ({})", size_text(alloc_bytes));
-  an.label = fmt::format("accel_malloc + accel_free, native ({})", size_text(alloc_bytes));
-  Latency& here = own == "native" ? an : ac;
-  Latency& there = own == "native" ? ac : an;
-  guarded(here, [&] { here.us = alloc_pair_us(dev, alloc_bytes, opts.quick); });
-  guarded(there, [&] {
-    there.us = alloc_pair_in_child(self_exe, own == "native" ? "caching" : "native", dev,
-                                   alloc_bytes, opts.quick);
-  });
+  measure_stream_latencies(d, dev, s, opts.quick);
+  measure_alloc_latencies(d, dev, limit, opts.quick, self_exe);
 }
 
 }  // namespace

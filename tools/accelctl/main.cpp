@@ -43,21 +43,26 @@ void add_backend_option(CLI::App& app, std::string& name) {
                  "value it had)");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{kDescription, "accelctl"};
-  app.set_version_flag(
-      "--version", [] { return std::string(accel_version()); },
-      "Print the accel library version and exit");
-  app.require_subcommand(0, 1);
-
+// What the command line asked for: the values CLI11 writes while parsing
+// and the subcommands, to see which one was given. Options are bound to the
+// members' addresses, so it stays where it was made.
+struct CommandLine {
   bool json = false;
-  add_json_flag(app, json);
   std::string backend_name;
-  add_backend_option(app, backend_name);
+  CLI::App* backends = nullptr;
+  CLI::App* devices = nullptr;
+  CLI::App* selftest = nullptr;
+  CLI::App* memory = nullptr;
+  CLI::App* bench = nullptr;
+  std::string snapshot_file;
+  std::string dump_file;
+  accelctl::BenchOptions bench_opts;
+  std::string svg_file;
+  bool alloc_probe = false;
+};
 
-  CLI::App* backends =
+void add_backends_command(CLI::App& app, CommandLine& cl) {
+  CLI::App* backends = cl.backends =
       app.add_subcommand("backends", "List every backend candidate and its status");
   backends->footer(
       "List every backend candidate found by discovery: name, resolved path, status\n"
@@ -68,10 +73,13 @@ int main(int argc, char** argv) {
       "and which one is the current accelerator (*).\n"
       "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
       "\"backends\": [{..., \"runtime_version\"}]}.");
-  add_json_flag(*backends, json);
-  add_backend_option(*backends, backend_name);
+  add_json_flag(*backends, cl.json);
+  add_backend_option(*backends, cl.backend_name);
+}
 
-  CLI::App* devices = app.add_subcommand("devices", "Show the devices of the current accelerator");
+void add_devices_command(CLI::App& app, CommandLine& cl) {
+  CLI::App* devices = cl.devices =
+      app.add_subcommand("devices", "Show the devices of the current accelerator");
   devices->footer(
       "Show the properties of every device of the current accelerator: name, vendor,\n"
       "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"
@@ -83,9 +91,12 @@ int main(int argc, char** argv) {
       "JSON: {\"schema_version\", \"current_accelerator\", \"selection_reason\",\n"
       "\"runtime_version\", \"device_count\", \"devices\": [{..., \"mem_info\",\n"
       "\"supported_dtypes\", \"module_formats\", \"attributes\": {\"warp_size\": 32, ...}}]}.");
-  add_json_flag(*devices, json);
-  add_backend_option(*devices, backend_name);
-  CLI::App* selftest =
+  add_json_flag(*devices, cl.json);
+  add_backend_option(*devices, cl.backend_name);
+}
+
+void add_selftest_command(CLI::App& app, CommandLine& cl) {
+  CLI::App* selftest = cl.selftest =
       app.add_subcommand("selftest", "Run a short workload on every device (PASS/FAIL per check)");
   selftest->footer(
       "Run a short workload on every device of the current accelerator and print\n"
@@ -97,10 +108,12 @@ int main(int argc, char** argv) {
       "Exits 0 if all checks passed, 1 if any failed or no accelerator is available.\n"
       "JSON: {\"schema_version\", \"backend\", \"devices\": [{\"index\", \"checks\":\n"
       "[{\"name\", \"passed\", \"detail\"}]}], \"passed\"}.");
-  add_backend_option(*selftest, backend_name);
-  add_json_flag(*selftest, json);
+  add_backend_option(*selftest, cl.backend_name);
+  add_json_flag(*selftest, cl.json);
+}
 
-  CLI::App* memory = app.add_subcommand(
+void add_memory_command(CLI::App& app, CommandLine& cl) {
+  CLI::App* memory = cl.memory = app.add_subcommand(
       "memory", "Show the caching allocator's configuration and statistics, or read a snapshot");
   memory->footer(
       "Without options: the device allocator's backend (caching or native) and\n"
@@ -122,18 +135,19 @@ int main(int argc, char** argv) {
       "\"reserved_bytes\", \"allocated_bytes\", \"active_bytes\", \"requested_bytes\",\n"
       "\"fragmentation\", \"largest_free_block\", \"blocks\", \"streams\", \"history\",\n"
       "\"problems\"}; with --dump-snapshot {\"schema_version\", \"file\", \"device\", \"bytes\"}.");
-  std::string snapshot_file, dump_file;
   CLI::Option* snapshot_opt =
-      memory->add_option("--snapshot", snapshot_file, "Summarise this snapshot file")
+      memory->add_option("--snapshot", cl.snapshot_file, "Summarise this snapshot file")
           ->check(CLI::ExistingFile);
   memory
-      ->add_option("--dump-snapshot", dump_file,
+      ->add_option("--dump-snapshot", cl.dump_file,
                    "Write the current device's snapshot (JSON) to this file")
       ->excludes(snapshot_opt);
-  add_backend_option(*memory, backend_name);
-  add_json_flag(*memory, json);
+  add_backend_option(*memory, cl.backend_name);
+  add_json_flag(*memory, cl.json);
+}
 
-  CLI::App* bench = app.add_subcommand(
+void add_bench_command(CLI::App& app, CommandLine& cl) {
+  CLI::App* bench = cl.bench = app.add_subcommand(
       "bench", "Measure copy bandwidth and event, host function, launch and allocation latency");
   bench->footer(
       "Per device of the current accelerator (or --device N): copy bandwidth in GB/s\n"
@@ -165,9 +179,7 @@ int main(int argc, char** argv) {
       "\"host_func_start\", \"host_func\", \"kernel_launch\", \"kernel_enqueue\",\n"
       "\"alloc_cached\", \"alloc_native\"}, \"latency_notes\", \"notes\", \"errors\"}],\n"
       "\"passed\"}.");
-  accelctl::BenchOptions bench_opts;
-  std::string svg_file;
-  bool alloc_probe = false;
+  accelctl::BenchOptions& bench_opts = cl.bench_opts;
   bench->add_flag("--quick", bench_opts.quick,
                   "Fewer repetitions, smaller batches: under 10 s on sim and PoCL");
   bench->add_option("--device", bench_opts.device, "Measure only this device index")
@@ -179,12 +191,55 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40));
   bench->add_flag("--host-timer", bench_opts.host_timer,
                   "Time copies with the host clock even where the backend has timing events");
-  bench->add_option("--svg", svg_file, "Write a plot of bandwidth against size to this SVG file");
+  bench->add_option("--svg", cl.svg_file, "Write a plot of bandwidth against size to this SVG file");
   // Internal: the child that measures the other allocator (bench_latency.cpp).
-  bench->add_flag("--internal-alloc-probe", alloc_probe)->group("");
-  add_backend_option(*bench, backend_name);
-  add_json_flag(*bench, json);
+  bench->add_flag("--internal-alloc-probe", cl.alloc_probe)->group("");
+  add_backend_option(*bench, cl.backend_name);
+  add_json_flag(*bench, cl.json);
+}
 
+// The whole command line: global options, then each subcommand, in the
+// order --help lists them.
+void add_command_line(CLI::App& app, CommandLine& cl) {
+  app.set_version_flag(
+      "--version", [] { return std::string(accel_version()); },
+      "Print the accel library version and exit");
+  app.require_subcommand(0, 1);
+  add_json_flag(app, cl.json);
+  add_backend_option(app, cl.backend_name);
+  add_backends_command(app, cl);
+  add_devices_command(app, cl);
+  add_selftest_command(app, cl);
+  add_memory_command(app, cl);
+  add_bench_command(app, cl);
+}
+
+// Runs the command that was parsed (the summary when none was); an error
+// escaping it is printed and exits 1.
+int run_command(const CommandLine& cl) {
+  try {
+    if (cl.selftest->parsed()) return accelctl::run_selftest(cl.json);
+    if (cl.backends->parsed()) return accelctl::run_backends(cl.json);
+    if (cl.devices->parsed()) return accelctl::run_devices(cl.json);
+    if (cl.memory->parsed()) return accelctl::run_memory(cl.json, cl.snapshot_file, cl.dump_file);
+    if (cl.bench->parsed() && cl.alloc_probe)
+      return accelctl::run_alloc_probe(cl.bench_opts.device, cl.bench_opts.max_bytes,
+                                       cl.bench_opts.quick);
+    if (cl.bench->parsed())
+      return accelctl::run_bench(cl.bench_opts, cl.json, cl.svg_file, "/proc/self/exe");
+    return accelctl::run_summary(cl.json);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "accelctl: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{kDescription, "accelctl"};
+  CommandLine cl;
+  add_command_line(app, cl);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -194,22 +249,10 @@ int main(int argc, char** argv) {
 
   // Discovery reads ACCEL_BACKEND once, at the first accel call: set it now,
   // for every command.
-  if (!backend_name.empty() && setenv("ACCEL_BACKEND", backend_name.c_str(), 1) != 0) {
+  if (!cl.backend_name.empty() && setenv("ACCEL_BACKEND", cl.backend_name.c_str(), 1) != 0) {
     std::perror("accelctl: setenv ACCEL_BACKEND");
     return 1;
   }
 
-  try {
-    if (selftest->parsed()) return accelctl::run_selftest(json);
-    if (backends->parsed()) return accelctl::run_backends(json);
-    if (devices->parsed()) return accelctl::run_devices(json);
-    if (memory->parsed()) return accelctl::run_memory(json, snapshot_file, dump_file);
-    if (bench->parsed() && alloc_probe)
-      return accelctl::run_alloc_probe(bench_opts.device, bench_opts.max_bytes, bench_opts.quick);
-    if (bench->parsed()) return accelctl::run_bench(bench_opts, json, svg_file, "/proc/self/exe");
-    return accelctl::run_summary(json);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "accelctl: error: %s\n", e.what());
-    return 1;
-  }
+  return run_command(cl);
 }

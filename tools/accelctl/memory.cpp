@@ -256,6 +256,186 @@ struct StreamTotals {
   int64_t allocated = 0;
 };
 
+// Totals over every segment of a snapshot.
+struct SegmentTotals {
+  int64_t count = 0;
+  int64_t small = 0;
+  int64_t large = 0;
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t active = 0;
+  int64_t requested = 0;
+  int64_t largest_free = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> states;  // state -> count, bytes
+  std::map<std::string, StreamTotals> streams;
+};
+
+// What the blocks of one segment add up to.
+struct BlockTotals {
+  std::vector<std::pair<int64_t, int64_t>> spans;  // address, size
+  int64_t allocated = 0;
+  int64_t active = 0;
+};
+
+// Counts the blocks of segment `seg` into `t` and `stream`; a block of an
+// unknown state is a problem and counts only in the spans.
+BlockTotals tally_blocks(const Reader& r, const json& seg, const std::string& where,
+                         StreamTotals& stream, SegmentTotals& t) {
+  BlockTotals bt;
+  const json& blocks = r.array(seg, "blocks", where);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const json& blk = blocks[b];
+    const std::string bwhere = fmt::format("{} block {}", where, b);
+    const int64_t addr = r.integer(blk, "address", bwhere);
+    const int64_t size = r.integer(blk, "size", bwhere);
+    const std::string state = r.text(blk, "state", bwhere);
+    bt.spans.emplace_back(addr, size);
+    ++stream.blocks;
+    if (t.states.count(state) == 0) {
+      r.problems.push_back(fmt::format("{}: unknown state \"{}\"", bwhere, state));
+      continue;
+    }
+    ++t.states[state].first;
+    t.states[state].second += size;
+    if (state == "active_allocated") bt.allocated += size;
+    if (state != "inactive") bt.active += size;
+    if (state == "inactive") t.largest_free = std::max(t.largest_free, size);
+  }
+  return bt;
+}
+
+// The blocks must tile the segment [base, base + total), in address order.
+void check_tiling(const Reader& r, const std::string& where, int64_t base, int64_t total,
+                  std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t next = base;
+  for (const auto& [addr, size] : spans) {
+    if (addr != next) {
+      r.problems.push_back(fmt::format("{}: a block starts at {:#x}, expected {:#x}", where,
+                                       static_cast<uint64_t>(addr), static_cast<uint64_t>(next)));
+    }
+    next = addr + size;
+  }
+  if (!spans.empty() && next != base + total)
+    r.problems.push_back(fmt::format("{}: blocks end at {:#x}, the segment at {:#x}", where,
+                                     static_cast<uint64_t>(next),
+                                     static_cast<uint64_t>(base + total)));
+}
+
+// Adds segment `i` to `t`; its blocks must tile it and add up to its
+// allocated and active sizes.
+void tally_segment(const Reader& r, const json& seg, size_t i, SegmentTotals& t) {
+  const std::string where = fmt::format("segment {}", i);
+  const int64_t base = r.integer(seg, "address", where);
+  const int64_t total = r.integer(seg, "total_size", where);
+  const int64_t seg_allocated = r.integer(seg, "allocated_size", where);
+  const int64_t seg_active = r.integer(seg, "active_size", where);
+  t.reserved += total;
+  t.allocated += seg_allocated;
+  t.active += seg_active;
+  t.requested += r.integer(seg, "requested_size", where);
+  const std::string type = r.text(seg, "segment_type", where);
+  if (type == "small") {
+    ++t.small;
+  } else if (type == "large") {
+    ++t.large;
+  } else {
+    r.problems.push_back(
+        fmt::format("{}: segment_type \"{}\" is neither small nor large", where, type));
+  }
+  StreamTotals& st = t.streams[r.text(seg, "stream", where)];
+  ++st.segments;
+  st.reserved += total;
+  st.allocated += seg_allocated;
+
+  const BlockTotals bt = tally_blocks(r, seg, where, st, t);
+  check_tiling(r, where, base, total, bt.spans);
+  if (bt.allocated != seg_allocated)
+    r.problems.push_back(
+        fmt::format("{}: allocated_size {} but its active_allocated blocks hold {}", where,
+                    seg_allocated, bt.allocated));
+  if (bt.active != seg_active)
+    r.problems.push_back(fmt::format("{}: active_size {} but its active blocks hold {}", where,
+                                     seg_active, bt.active));
+}
+
+SegmentTotals tally_segments(const Reader& r, const json& segments) {
+  SegmentTotals t;
+  t.count = static_cast<int64_t>(segments.size());
+  for (const char* state : kBlockStates) t.states[state] = {0, 0};
+  for (size_t i = 0; i < segments.size(); ++i) tally_segment(r, segments[i], i, t);
+  return t;
+}
+
+// The summary's segment, memory, block and stream entries.
+void put_segment_totals(json& s, const SegmentTotals& t) {
+  s["segments"] = {{"count", t.count}, {"small", t.small}, {"large", t.large}};
+  s["reserved_bytes"] = t.reserved;
+  s["allocated_bytes"] = t.allocated;
+  s["active_bytes"] = t.active;
+  s["requested_bytes"] = t.requested;
+  // Bytes held from the vendor per byte handed out: 1 is none lost to
+  // rounding, splitting and caching.
+  s["fragmentation"] = t.allocated > 0 ? json(static_cast<double>(t.reserved) /
+                                              static_cast<double>(t.allocated))
+                                       : json(nullptr);
+  s["largest_free_block"] = t.largest_free;
+  json blocks = json::object();
+  for (const auto& [state, cb] : t.states)
+    blocks[state] = {{"count", cb.first}, {"bytes", cb.second}};
+  s["blocks"] = std::move(blocks);
+  json stream_list = json::array();
+  for (const auto& [name, st] : t.streams)
+    stream_list.push_back({{"stream", name},
+                           {"segments", st.segments},
+                           {"blocks", st.blocks},
+                           {"reserved_bytes", st.reserved},
+                           {"allocated_bytes", st.allocated}});
+  s["streams"] = std::move(stream_list);
+}
+
+// The statistics taken with the segments must agree with them.
+void check_stats(const Reader& r, const json& snap, const SegmentTotals& t) {
+  if (!snap.contains("stats") || !snap["stats"].is_object()) {
+    r.problems.push_back("snapshot: \"stats\" is missing or not an object");
+    return;
+  }
+  const json& stats = snap["stats"];
+  const std::pair<const char*, int64_t> expected[] = {
+      {"segment.all.current", t.count},
+      {"segment.small_pool.current", t.small},
+      {"segment.large_pool.current", t.large},
+      {"reserved_bytes.all.current", t.reserved},
+      {"allocated_bytes.all.current", t.allocated},
+      {"active_bytes.all.current", t.active},
+  };
+  for (const auto& [name, want] : expected) {
+    if (!stats.contains(name)) continue;  // a statistic the snapshot does not keep
+    const int64_t got = r.integer(stats, name, "stats");
+    if (got != want)
+      r.problems.push_back(fmt::format("stats: {} is {}, the segments say {}", name, got, want));
+  }
+}
+
+// The history's size and its events counted per action.
+json summarize_history(const Reader& r, const json& snap) {
+  json history = {{"max_entries", 0}, {"dropped", 0}, {"events", 0}, {"by_action", json::object()}};
+  if (!snap.contains("history") || !snap["history"].is_object()) {
+    r.problems.push_back("snapshot: \"history\" is missing or not an object");
+    return history;
+  }
+  const json& h = snap["history"];
+  history["max_entries"] = r.integer(h, "max_entries", "history");
+  history["dropped"] = r.integer(h, "dropped", "history");
+  const json& events = r.array(h, "events", "history");
+  std::map<std::string, int64_t> by_action;
+  for (size_t e = 0; e < events.size(); ++e)
+    ++by_action[r.text(events[e], "action", fmt::format("history event {}", e))];
+  history["events"] = static_cast<int64_t>(events.size());
+  history["by_action"] = by_action;
+  return history;
+}
+
 // The summary of a parsed snapshot, as the JSON `--json` prints; `problems`
 // gets every inconsistency found (blocks that do not tile their segment,
 // sizes that do not add up, statistics that disagree with the segments).
@@ -268,143 +448,10 @@ json summarize(const json& snap, std::vector<std::string>& problems) {
   s["allocator"] = r.text(snap, "allocator", "snapshot");
   s["config"] = r.text(snap, "config", "snapshot");
   s["capacity"] = r.integer(snap, "capacity", "snapshot");
-
-  int64_t small = 0, large = 0, reserved = 0, allocated = 0, active = 0, requested = 0;
-  int64_t largest_free = 0;
-  std::map<std::string, std::pair<int64_t, int64_t>> states;  // state -> count, bytes
-  for (const char* state : kBlockStates) states[state] = {0, 0};
-  std::map<std::string, StreamTotals> streams;
-  const json& segments = r.array(snap, "segments", "snapshot");
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const json& seg = segments[i];
-    const std::string where = fmt::format("segment {}", i);
-    const int64_t base = r.integer(seg, "address", where);
-    const int64_t total = r.integer(seg, "total_size", where);
-    const int64_t seg_allocated = r.integer(seg, "allocated_size", where);
-    const int64_t seg_active = r.integer(seg, "active_size", where);
-    reserved += total;
-    allocated += seg_allocated;
-    active += seg_active;
-    requested += r.integer(seg, "requested_size", where);
-    const std::string type = r.text(seg, "segment_type", where);
-    if (type == "small") {
-      ++small;
-    } else if (type == "large") {
-      ++large;
-    } else {
-      problems.push_back(
-          fmt::format("{}: segment_type \"{}\" is neither small nor large", where, type));
-    }
-    StreamTotals& st = streams[r.text(seg, "stream", where)];
-    ++st.segments;
-    st.reserved += total;
-    st.allocated += seg_allocated;
-
-    // The blocks must tile the segment, in address order, and add up to the
-    // segment's allocated and active sizes.
-    const json& blocks = r.array(seg, "blocks", where);
-    std::vector<std::pair<int64_t, int64_t>> spans;  // address, size
-    int64_t sum_allocated = 0, sum_active = 0;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const json& blk = blocks[b];
-      const std::string bwhere = fmt::format("{} block {}", where, b);
-      const int64_t addr = r.integer(blk, "address", bwhere);
-      const int64_t size = r.integer(blk, "size", bwhere);
-      const std::string state = r.text(blk, "state", bwhere);
-      spans.emplace_back(addr, size);
-      ++st.blocks;
-      if (states.count(state) == 0) {
-        problems.push_back(fmt::format("{}: unknown state \"{}\"", bwhere, state));
-        continue;
-      }
-      ++states[state].first;
-      states[state].second += size;
-      if (state == "active_allocated") sum_allocated += size;
-      if (state != "inactive") sum_active += size;
-      if (state == "inactive") largest_free = std::max(largest_free, size);
-    }
-    std::sort(spans.begin(), spans.end());
-    int64_t next = base;
-    for (const auto& [addr, size] : spans) {
-      if (addr != next) {
-        problems.push_back(fmt::format("{}: a block starts at {:#x}, expected {:#x}", where,
-                                       static_cast<uint64_t>(addr), static_cast<uint64_t>(next)));
-      }
-      next = addr + size;
-    }
-    if (!spans.empty() && next != base + total)
-      problems.push_back(fmt::format("{}: blocks end at {:#x}, the segment at {:#x}", where,
-                                     static_cast<uint64_t>(next),
-                                     static_cast<uint64_t>(base + total)));
-    if (sum_allocated != seg_allocated)
-      problems.push_back(
-          fmt::format("{}: allocated_size {} but its active_allocated blocks hold {}", where,
-                      seg_allocated, sum_allocated));
-    if (sum_active != seg_active)
-      problems.push_back(fmt::format("{}: active_size {} but its active blocks hold {}", where,
-                                     seg_active, sum_active));
-  }
-  s["segments"] = {
-      {"count", static_cast<int64_t>(segments.size())}, {"small", small}, {"large", large}};
-  s["reserved_bytes"] = reserved;
-  s["allocated_bytes"] = allocated;
-  s["active_bytes"] = active;
-  s["requested_bytes"] = requested;
-  // Bytes held from the vendor per byte handed out: 1 is none lost to
-  // rounding, splitting and caching.
-  s["fragmentation"] = allocated > 0
-                           ? json(static_cast<double>(reserved) / static_cast<double>(allocated))
-                           : json(nullptr);
-  s["largest_free_block"] = largest_free;
-  json blocks = json::object();
-  for (const auto& [state, cb] : states)
-    blocks[state] = {{"count", cb.first}, {"bytes", cb.second}};
-  s["blocks"] = std::move(blocks);
-  json stream_list = json::array();
-  for (const auto& [name, t] : streams)
-    stream_list.push_back({{"stream", name},
-                           {"segments", t.segments},
-                           {"blocks", t.blocks},
-                           {"reserved_bytes", t.reserved},
-                           {"allocated_bytes", t.allocated}});
-  s["streams"] = std::move(stream_list);
-
-  // The statistics taken with the segments must agree with them.
-  if (snap.contains("stats") && snap["stats"].is_object()) {
-    const json& stats = snap["stats"];
-    const std::pair<const char*, int64_t> expected[] = {
-        {"segment.all.current", static_cast<int64_t>(segments.size())},
-        {"segment.small_pool.current", small},
-        {"segment.large_pool.current", large},
-        {"reserved_bytes.all.current", reserved},
-        {"allocated_bytes.all.current", allocated},
-        {"active_bytes.all.current", active},
-    };
-    for (const auto& [name, want] : expected) {
-      if (!stats.contains(name)) continue;  // a statistic the snapshot does not keep
-      const int64_t got = r.integer(stats, name, "stats");
-      if (got != want)
-        problems.push_back(fmt::format("stats: {} is {}, the segments say {}", name, got, want));
-    }
-  } else {
-    problems.push_back("snapshot: \"stats\" is missing or not an object");
-  }
-
-  json history = {{"max_entries", 0}, {"dropped", 0}, {"events", 0}, {"by_action", json::object()}};
-  if (snap.contains("history") && snap["history"].is_object()) {
-    const json& h = snap["history"];
-    history["max_entries"] = r.integer(h, "max_entries", "history");
-    history["dropped"] = r.integer(h, "dropped", "history");
-    const json& events = r.array(h, "events", "history");
-    std::map<std::string, int64_t> by_action;
-    for (size_t e = 0; e < events.size(); ++e)
-      ++by_action[r.text(events[e], "action", fmt::format("history event {}", e))];
-    history["events"] = static_cast<int64_t>(events.size());
-    history["by_action"] = by_action;
-  } else {
-    problems.push_back("snapshot: \"history\" is missing or not an object");
-  }
-  s["history"] = std::move(history);
+  const SegmentTotals t = tally_segments(r, r.array(snap, "segments", "snapshot"));
+  put_segment_totals(s, t);
+  check_stats(r, snap, t);
+  s["history"] = summarize_history(r, snap);
   return s;
 }
 

@@ -34,7 +34,19 @@ std::string number(double v) {
   return fmt::format("{:.3g}", v);
 }
 
-void render_chart(std::string& out, const Chart& c, double y0) {
+// Where a chart's data lands: the data range (x as log2) and the plot
+// area in SVG coordinates, with the mapping from one to the other.
+struct Frame {
+  double xmin = 0, xmax = 0, ytop = 1;
+  double px0 = 0, px1 = 0, py0 = 0, py1 = 0;
+
+  double sx(double lx) const { return px0 + (lx - xmin) / (xmax - xmin) * (px1 - px0); }
+  double sy(double y) const { return py1 - y / ytop * (py1 - py0); }
+};
+
+// The frame of chart `c` drawn from y0 down: x over whole powers of two
+// around every finite point, y from 0 to a round value above the largest.
+Frame frame_for(const Chart& c, double y0) {
   double xmin = 0, xmax = 0, ymax = 0;
   bool any = false;
   for (const auto& s : c.series)
@@ -46,72 +58,81 @@ void render_chart(std::string& out, const Chart& c, double y0) {
       ymax = std::max(ymax, y);
       any = true;
     }
-  xmin = std::floor(xmin);
-  xmax = std::ceil(xmax);
-  if (xmax <= xmin) xmax = xmin + 1;
-  const double ytop = ymax > 0 ? nice_ceiling(ymax) : 1;
-  const double px0 = kLeft, px1 = kWidth - kRight;
-  const double py0 = y0 + kTop, py1 = y0 + kChartHeight - kBottom;
-  const auto sx = [&](double lx) { return px0 + (lx - xmin) / (xmax - xmin) * (px1 - px0); };
-  const auto sy = [&](double y) { return py1 - y / ytop * (py1 - py0); };
+  Frame f;
+  f.xmin = std::floor(xmin);
+  f.xmax = std::ceil(xmax);
+  if (f.xmax <= f.xmin) f.xmax = f.xmin + 1;
+  f.ytop = ymax > 0 ? nice_ceiling(ymax) : 1;
+  f.px0 = kLeft;
+  f.px1 = kWidth - kRight;
+  f.py0 = y0 + kTop;
+  f.py1 = y0 + kChartHeight - kBottom;
+  return f;
+}
 
-  out += fmt::format("<g class=\"chart\"{}>\n", c.group_attrs.empty() ? "" : " " + c.group_attrs);
-  out += fmt::format(
-      "<text class=\"chart-title\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
-      "font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-      (px0 + px1) / 2, y0 + 20, escape(c.title));
-  // Grid and ticks: every power of two on x, labelled so labels do not crowd.
-  const int span = static_cast<int>(xmax - xmin);
+// Grid and ticks: every power of two on x, labelled so labels do not crowd.
+void render_x_ticks(std::string& out, const Chart& c, const Frame& f) {
+  const int span = static_cast<int>(f.xmax - f.xmin);
   const int label_every = span <= 10 ? 1 : span <= 20 ? 2 : 4;
   for (int i = 0; i <= span; ++i) {
-    const double lx = xmin + i;
-    const double x = sx(lx);
+    const double lx = f.xmin + i;
+    const double x = f.sx(lx);
     out += fmt::format(
         "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
         "stroke=\"#e5e5e5\"/>\n<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" "
         "x2=\"{0:.1f}\" y2=\"{3:.1f}\" stroke=\"#000\"/>\n",
-        x, py0, py1, py1 + 5);
+        x, f.py0, f.py1, f.py1 + 5);
     if (i % label_every == 0) {
       const std::string text = c.x_tick_text ? c.x_tick_text(std::exp2(lx)) : number(std::exp2(lx));
       out += fmt::format(
           "<text class=\"tick-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
           "font-size=\"11\">{}</text>\n",
-          x, py1 + 18, escape(text));
+          x, f.py1 + 18, escape(text));
     }
   }
+}
+
+// Grid, ticks and labels at six even steps of y from 0 to the top.
+void render_y_ticks(std::string& out, const Frame& f) {
   constexpr int kYTicks = 5;
   for (int i = 0; i <= kYTicks; ++i) {
-    const double v = ytop * i / kYTicks;
-    const double y = sy(v);
+    const double v = f.ytop * i / kYTicks;
+    const double y = f.sy(v);
     out += fmt::format(
         "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{1:.1f}\" y2=\"{2:.1f}\" "
         "stroke=\"#e5e5e5\"/>\n<line class=\"tick\" x1=\"{3:.1f}\" y1=\"{2:.1f}\" "
         "x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n"
         "<text class=\"tick-label\" x=\"{4:.1f}\" y=\"{5:.1f}\" text-anchor=\"end\" "
         "font-size=\"11\">{6}</text>\n",
-        px0, px1, y, px0 - 5, px0 - 8, y + 4, escape(number(v)));
+        f.px0, f.px1, y, f.px0 - 5, f.px0 - 8, y + 4, escape(number(v)));
   }
+}
+
+// The two axis lines and their labels.
+void render_axes(std::string& out, const Chart& c, const Frame& f) {
   out += fmt::format(
       "<line class=\"axis\" x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{1:.1f}\" y2=\"{2:.1f}\" "
       "stroke=\"#000\"/>\n<line class=\"axis\" x1=\"{0:.1f}\" y1=\"{3:.1f}\" x2=\"{0:.1f}\" "
       "y2=\"{2:.1f}\" stroke=\"#000\"/>\n",
-      px0, px1, py1, py0);
+      f.px0, f.px1, f.py1, f.py0);
   out += fmt::format(
       "<text class=\"axis-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
       "font-size=\"12\">{}</text>\n",
-      (px0 + px1) / 2, py1 + 40, escape(c.x_label));
+      (f.px0 + f.px1) / 2, f.py1 + 40, escape(c.x_label));
   out += fmt::format(
       "<text class=\"axis-label\" x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" "
       "font-size=\"12\" transform=\"rotate(-90 {0:.1f} {1:.1f})\">{2}</text>\n",
-      px0 - 50, (py0 + py1) / 2, escape(c.y_label));
+      f.px0 - 50, (f.py0 + f.py1) / 2, escape(c.y_label));
+}
 
-  // Series and legend.
+// One polyline and legend entry per series with a point to draw.
+void render_series(std::string& out, const Chart& c, const Frame& f) {
   int k = 0;
   for (const auto& s : c.series) {
     std::string pts;
     for (const auto& [x, y] : s.points) {
       if (!(x > 0) || !std::isfinite(y)) continue;
-      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", sx(std::log2(x)), sy(y));
+      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", f.sx(std::log2(x)), f.sy(y));
     }
     if (pts.empty()) continue;
     const char* colour = kColours[k % (sizeof kColours / sizeof kColours[0])];
@@ -119,14 +140,28 @@ void render_chart(std::string& out, const Chart& c, double y0) {
         "<polyline class=\"series {0}\" data-series=\"{0}\" fill=\"none\" stroke=\"{1}\" "
         "stroke-width=\"2\" points=\"{2}\"><title>{3}</title></polyline>\n",
         escape(s.id), colour, pts, escape(s.label));
-    const double ly = py0 + 8 + 20 * k;
+    const double ly = f.py0 + 8 + 20 * k;
     out += fmt::format(
         "<g class=\"legend-entry\"><line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" "
         "y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/><text x=\"{4:.1f}\" y=\"{5:.1f}\" "
         "font-size=\"12\">{6}</text></g>\n",
-        px1 + 16, ly, px1 + 40, colour, px1 + 46, ly + 4, escape(s.label));
+        f.px1 + 16, ly, f.px1 + 40, colour, f.px1 + 46, ly + 4, escape(s.label));
     ++k;
   }
+}
+
+// Chart `c` as one <g>, its top at y0.
+void render_chart(std::string& out, const Chart& c, double y0) {
+  const Frame f = frame_for(c, y0);
+  out += fmt::format("<g class=\"chart\"{}>\n", c.group_attrs.empty() ? "" : " " + c.group_attrs);
+  out += fmt::format(
+      "<text class=\"chart-title\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+      "font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+      (f.px0 + f.px1) / 2, y0 + 20, escape(c.title));
+  render_x_ticks(out, c, f);
+  render_y_ticks(out, f);
+  render_axes(out, c, f);
+  render_series(out, c, f);
   out += "</g>\n";
 }
 
