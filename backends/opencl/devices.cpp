@@ -219,10 +219,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     // a program creates its own queues for stream_from_native in it.
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
-    out->type = ACCEL_NATIVE_OPENCL;
-    out->handle = dev->id;
-    out->context = ctx;
-    out->ordinal = -1;  // OpenCL names devices by handle
+    // OpenCL names devices by handle (ordinal -1).
+    accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, dev->id, ctx, -1);
     return ACCEL_SUCCESS;
   });
 }
