@@ -118,12 +118,14 @@ namespace accel::backend {
 
 // The answer of a native-handle operation (accel.h's table says what each
 // backend puts in each member); struct_size and backend stay the core's.
-inline void set_native_handle(accel_native_handle_t* out, accel_native_type_t type, void* handle,
-                              void* context, int64_t ordinal) noexcept {
+// Returns ACCEL_SUCCESS, the operation's status.
+inline accel_status_t set_native_handle(accel_native_handle_t* out, accel_native_type_t type,
+                                        void* handle, void* context, int64_t ordinal) noexcept {
   out->type = type;
   out->handle = handle;
   out->context = context;
   out->ordinal = ordinal;
+  return ACCEL_SUCCESS;
 }
 
 }  // namespace accel::backend

@@ -17,8 +17,7 @@ accel_status_t native_handle_of(int32_t device, void* handle, accel_native_handl
   if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
   CUcontext ctx = nullptr;
   if (accel_status_t st = primary_context(device, &ctx); st != ACCEL_SUCCESS) return st;
-  accel::backend::set_native_handle(out, ACCEL_NATIVE_CUDA, handle, ctx, d->dev);
-  return ACCEL_SUCCESS;
+  return accel::backend::set_native_handle(out, ACCEL_NATIVE_CUDA, handle, ctx, d->dev);
 }
 
 // handle: the CUstream itself (CU_STREAM_LEGACY for a default stream: the

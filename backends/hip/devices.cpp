@@ -299,8 +299,7 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     hipDevice_t dev = 0;
     if (hipError_t rc = runtime().hipDeviceGet(&dev, d->index); rc != hipSuccess)
       return vendor_fail("hipDeviceGet", rc);
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, nullptr, nullptr, dev);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, nullptr, nullptr, dev);
   });
 }
 

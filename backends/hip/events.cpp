@@ -83,8 +83,7 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
 accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
   return guarded("event_native_handle", [&]() -> accel_status_t {
     const Event* e = event_of(event);
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, e->native, nullptr, e->device);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, e->native, nullptr, e->device);
   });
 }
 

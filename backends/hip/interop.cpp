@@ -112,8 +112,7 @@ accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_nativ
     // The one queue all of the stream's work goes to; HIP has no context
     // to give (accel.h's table); the ordinal is a hipDevice_t, HIP's ordinal
     // being accel's device index.
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, s->native, nullptr, s->device);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, s->native, nullptr, s->device);
   });
 }
 

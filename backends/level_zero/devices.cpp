@@ -125,9 +125,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
     // Every device of a driver shares its one context; Level Zero names
     // devices by handle (ordinal -1).
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO, d->handle, d->driver->context,
-                                      -1);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO, d->handle,
+                                             d->driver->context, -1);
   });
 }
 

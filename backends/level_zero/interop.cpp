@@ -18,9 +18,8 @@ accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_nativ
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_native_handle: NULL argument");
     s->q->exported.store(true, std::memory_order_release);
     // Level Zero names devices by handle (ordinal -1).
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO, s->q->list,
-                                      s->dev->driver->context, -1);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO, s->q->list,
+                                             s->dev->driver->context, -1);
   });
 }
 

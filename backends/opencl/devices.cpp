@@ -13,7 +13,6 @@
 namespace accel::opencl {
 namespace {
 
-
 void CL_CALLBACK context_notify(const char* errinfo, const void*, size_t, void* user) {
   auto* dev = static_cast<Device*>(user);
   accel::plugin::log(ACCEL_LOG_WARN, "OpenCL driver message for device %d: %s", dev->index,
@@ -220,8 +219,7 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
     // OpenCL names devices by handle (ordinal -1).
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, dev->id, ctx, -1);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, dev->id, ctx, -1);
   });
 }
 

@@ -219,8 +219,7 @@ accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_nativ
     Stream* s = stream_of(stream);
     // From now on the program may enqueue on the queue itself.
     s->exported.store(true, std::memory_order_release);
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, s->queue, s->context, -1);
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, s->queue, s->context, -1);
   });
 }
 

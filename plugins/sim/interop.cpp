@@ -15,8 +15,8 @@ accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_nativ
     if (stream == nullptr || out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_native_handle: NULL argument");
     Stream* s = as_stream(stream);
-    accel::backend::set_native_handle(out, ACCEL_NATIVE_SIM, s->queue(), nullptr, s->device());
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_SIM, s->queue(), nullptr,
+                                             s->device());
   });
 }
 
