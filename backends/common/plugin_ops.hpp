@@ -16,18 +16,30 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "accel/accel_plugin.h"
 
+// Discovery and devices: the lifecycle members after init and before the
+// current device.
+#define ACCEL_BACKEND_DISCOVERY_OPS(X) \
+  X(device_count)                      \
+  X(lazy_init)                         \
+  X(get_device_properties)
+
 // Discovery, lifecycle and devices.
 #define ACCEL_BACKEND_LIFECYCLE_OPS(X) \
   X(init)                              \
-  X(device_count)                      \
-  X(lazy_init)                         \
-  X(get_device_properties)             \
+  ACCEL_BACKEND_DISCOVERY_OPS(X)       \
   X(get_current_device)                \
   X(set_current_device)
+
+// For a backend whose vendor API has no current device: the core keeps the
+// per-thread index.
+#define ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS  \
+  ACCEL_BACKEND_NO_OP(get_current_device) \
+  ACCEL_BACKEND_NO_OP(set_current_device)
 
 // Synchronisation, streams, events, memory, and ABI 1.1's runtime_version.
 #define ACCEL_BACKEND_COMMON_OPS(X) \
@@ -101,6 +113,22 @@
 
 // A member the backend leaves NULL ("not supported", plugin-abi rule 20).
 #define ACCEL_BACKEND_NO_OP(member) inline constexpr std::nullptr_t op_##member = nullptr;
+
+namespace accel::backend {
+
+// The answer of a native-handle operation (accel.h's table says what each
+// backend puts in each member); struct_size and backend stay the core's.
+// Returns ACCEL_SUCCESS, the operation's status.
+inline accel_status_t set_native_handle(accel_native_handle_t* out, accel_native_type_t type,
+                                        void* handle, void* context, int64_t ordinal) noexcept {
+  out->type = type;
+  out->handle = handle;
+  out->context = context;
+  out->ordinal = ordinal;
+  return ACCEL_SUCCESS;
+}
+
+}  // namespace accel::backend
 
 // `.member = op_<member>,` inside the vtable's initializer.
 #define ACCEL_BACKEND_VTABLE_OP(member) .member = op_##member,

@@ -215,6 +215,10 @@ accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
 // The device's primary context, retained on first use (thread-safe).
 accel_status_t primary_context(int32_t device_index, CUcontext* ctx);
+// The native handle of `handle`, a CUDA object of device `device` (NULL for
+// the device itself): the device's primary context (retained on first use)
+// and its CUdevice as the ordinal (interop.cpp).
+accel_status_t native_handle_of(int32_t device, void* handle, accel_native_handle_t* out);
 
 // The device whose context host-memory calls run in: the one whose primary
 // context is current on the calling thread, else the thread's accel device
@@ -289,8 +293,8 @@ void declare_discovery_fork_safe() noexcept;
 // inside guarded(), so nothing unwinds into the core. count.cpp: init,
 // device_count; devices.cpp: lazy_init, properties, current device,
 // device_synchronize, the device's native handle, peer access, attributes
-// and capability; library.cpp: runtime_version; streams.cpp (with stream
-// native handles and streams from native ones), events.cpp, hostfn.cpp,
+// and capability; library.cpp: runtime_version; streams.cpp, interop.cpp
+// (stream native handles and streams from native ones), events.cpp, hostfn.cpp,
 // memory.cpp (with pinned host memory and peer copies); modules.cpp
 // (module_formats .. kernel_get_params) and launch.cpp (launch_kernel):
 // the rest.

@@ -238,15 +238,7 @@ namespace accel::cuda {
 // was not yet: the handle must stay valid), ordinal the CUdevice.
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
   return guarded("device_native_handle", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    CUcontext ctx = nullptr;
-    if (accel_status_t st = primary_context(device, &ctx); st != ACCEL_SUCCESS) return st;
-    out->type = ACCEL_NATIVE_CUDA;
-    out->handle = nullptr;
-    out->context = ctx;
-    out->ordinal = d->dev;
-    return ACCEL_SUCCESS;
+    return native_handle_of(device, nullptr, out);
   });
 }
 

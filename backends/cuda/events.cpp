@@ -76,15 +76,7 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
 accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
   return guarded("event_native_handle", [&] {
     Event* e = as_event(event);
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(e->device, d); st != ACCEL_SUCCESS) return st;
-    CUcontext ctx = nullptr;
-    if (accel_status_t st = primary_context(e->device, &ctx); st != ACCEL_SUCCESS) return st;
-    out->type = ACCEL_NATIVE_CUDA;
-    out->handle = e->handle;
-    out->context = ctx;
-    out->ordinal = d->dev;
-    return ACCEL_SUCCESS;
+    return native_handle_of(e->device, e->handle, out);
   });
 }
 

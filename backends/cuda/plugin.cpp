@@ -1,6 +1,6 @@
 // The vtable of the CUDA backend and its entry point; the operations live in
-// count.cpp, library.cpp, devices.cpp, streams.cpp, events.cpp, hostfn.cpp,
-// memory.cpp, modules.cpp and launch.cpp.
+// count.cpp, library.cpp, devices.cpp, streams.cpp, interop.cpp, events.cpp,
+// hostfn.cpp, memory.cpp, modules.cpp and launch.cpp.
 //
 // Capabilities: NATIVE_CURRENT_DEVICE, TIMING_EVENTS, HOST_FUNCTIONS,
 // STREAM_PRIORITIES, CROSS_DEVICE_WAIT; DISCOVERY_FORK_SAFE added by

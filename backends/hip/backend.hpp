@@ -207,8 +207,20 @@ class DeviceScope {
   bool switched_ = false;
 };
 
+// Makes `device` current for the rest of the enclosing block (a
+// DeviceScope); returns its failure from the enclosing function (or
+// guarded() body).
+#define ACCEL_HIP_DEVICE_SCOPE(device)                                                    \
+  ::accel::hip::DeviceScope device_scope_;                                                \
+  if (accel_status_t scope_st_ = device_scope_.enter(device); scope_st_ != ACCEL_SUCCESS) \
+  return scope_st_
+
 inline Stream* stream_of(accel_plugin_stream_t s) noexcept { return static_cast<Stream*>(s); }
 inline Event* event_of(accel_plugin_event_t e) noexcept { return static_cast<Event*>(e); }
+
+// Whether `h` is the queue of a device's default stream (streams.cpp), and
+// which device's: the backend keeps those, so they cannot be handed over.
+bool is_default_stream_queue(hipStream_t h, int32_t* device);
 
 // --- modules and kernels (modules.cpp, launch.cpp) ---------------------------
 
@@ -243,11 +255,11 @@ accel_status_t kernel_attribute(const Kernel& k, hipFunction_attribute attrib, c
 
 // --- the operations (one op_<member> per vtable member) ----------------------
 
-// device_synchronize (devices.cpp), streams (streams.cpp), host functions
+// device_synchronize (devices.cpp), streams (streams.cpp, interop.cpp), host functions
 // (hostfn.cpp), events (events.cpp), memory (memory.cpp).
 ACCEL_BACKEND_LIFECYCLE_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// The ABI 1.1 groups: native handles (streams.cpp, events.cpp, devices.cpp),
+// The ABI 1.1 groups: native handles (interop.cpp, events.cpp, devices.cpp),
 // host memory and peer copies (memory.cpp, devices.cpp), device attributes
 // (devices.cpp).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)

@@ -227,8 +227,7 @@ accel_status_t op_device_synchronize(int32_t device) {
   return guarded("device_synchronize", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     if (hipError_t rc = runtime().hipDeviceSynchronize(); rc != hipSuccess)
       return vendor_fail("hipDeviceSynchronize", rc);
     return ACCEL_SUCCESS;
@@ -300,11 +299,7 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     hipDevice_t dev = 0;
     if (hipError_t rc = runtime().hipDeviceGet(&dev, d->index); rc != hipSuccess)
       return vendor_fail("hipDeviceGet", rc);
-    out->type = ACCEL_NATIVE_HIP;
-    out->handle = nullptr;
-    out->context = nullptr;
-    out->ordinal = dev;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, nullptr, nullptr, dev);
   });
 }
 
@@ -346,8 +341,7 @@ accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
                   "them still work, staged by HIP",
                   static_cast<int>(d->index), static_cast<int>(p->index));
     }
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     const hipError_t rc = rt.hipDeviceEnablePeerAccess(p->index, 0);
     if (rc == hipSuccess || rc == hipErrorPeerAccessAlreadyEnabled) return ACCEL_SUCCESS;
     if (rc == hipErrorInvalidDevice) {

@@ -13,8 +13,7 @@ accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_even
     auto e = std::make_unique<Event>();
     e->device = d->index;
     e->flags = flags;
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     // Timing costs on every record: only events that ask for it get it.
     const unsigned hip_flags =
         (flags & ACCEL_EVENT_ENABLE_TIMING) ? hipEventDefault : hipEventDisableTiming;
@@ -28,8 +27,7 @@ accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_even
 accel_status_t op_event_destroy(accel_plugin_event_t event) {
   return guarded("event_destroy", [&]() -> accel_status_t {
     Event* e = event_of(event);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(e->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(e->device);
     if (hipError_t rc = runtime().hipEventDestroy(e->native); rc != hipSuccess)
       return vendor_fail("hipEventDestroy", rc);
     delete e;
@@ -40,8 +38,8 @@ accel_status_t op_event_destroy(accel_plugin_event_t event) {
 accel_status_t op_event_record(accel_plugin_event_t event, accel_plugin_stream_t stream) {
   return guarded("event_record", [&]() -> accel_status_t {
     Stream* s = stream_of(stream);
-    DeviceScope scope;  // the null stream is the current device's
-    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    // The null stream is the current device's.
+    ACCEL_HIP_DEVICE_SCOPE(s->device);
     if (hipError_t rc = runtime().hipEventRecord(event_of(event)->native, s->native);
         rc != hipSuccess)
       return vendor_fail("hipEventRecord", rc);
@@ -85,11 +83,7 @@ accel_status_t op_event_elapsed_time(accel_plugin_event_t start, accel_plugin_ev
 accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_handle_t* out) {
   return guarded("event_native_handle", [&]() -> accel_status_t {
     const Event* e = event_of(event);
-    out->type = ACCEL_NATIVE_HIP;
-    out->handle = e->native;
-    out->context = nullptr;
-    out->ordinal = e->device;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_HIP, e->native, nullptr, e->device);
   });
 }
 

@@ -28,8 +28,7 @@ accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn f
                                    void* user_data) {
   return guarded("launch_host_func", [&]() -> accel_status_t {
     Stream* s = stream_of(stream);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(s->device);
     const Runtime& rt = runtime();
     if (rt.hipLaunchHostFunc != nullptr) {
       // accel_host_fn and hipHostFn_t are both void (*)(void*).

@@ -284,8 +284,7 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
     size_t arg_size = packed.size;
     void* extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, packed.bytes.data(),
                      HIP_LAUNCH_PARAM_BUFFER_SIZE, &arg_size, HIP_LAUNCH_PARAM_END};
-    DeviceScope scope;
-    if (st = scope.enter(device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(device);
     const hipError_t rc = runtime().hipModuleLaunchKernel(
         k->native, grid.x, grid.y, grid.z, block.x, block.y, block.z,
         static_cast<unsigned int>(shared), s->native, nullptr, extra);

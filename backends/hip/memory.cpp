@@ -12,8 +12,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
   return guarded("mem_alloc", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     void* p = nullptr;
     // Out of memory is the failure people act on: say how much, and where.
     if (hipError_t rc = runtime().hipMalloc(&p, bytes); rc != hipSuccess)
@@ -28,8 +27,7 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
   return guarded("mem_free", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     if (hipError_t rc = runtime().hipFree(ptr); rc != hipSuccess) return vendor_fail("hipFree", rc);
     return ACCEL_SUCCESS;
   });
@@ -54,8 +52,7 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
                     static_cast<int>(kind));
     }
     Stream* s = stream_of(stream);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(s->device);
     if (hipError_t rc = runtime().hipMemcpyAsync(dst, src, bytes, hk, s->native); rc != hipSuccess)
       return vendor_fail("hipMemcpyAsync", rc);
     return ACCEL_SUCCESS;
@@ -65,8 +62,7 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
 accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_stream_t stream) {
   return guarded("memset_async", [&]() -> accel_status_t {
     Stream* s = stream_of(stream);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(s->device);
     if (hipError_t rc = runtime().hipMemsetAsync(dst, value, bytes, s->native); rc != hipSuccess)
       return vendor_fail("hipMemsetAsync", rc);
     return ACCEL_SUCCESS;
@@ -77,8 +73,7 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
   return guarded("mem_get_info", [&]() -> accel_status_t {
     Device* d;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     size_t f = 0, t = 0;
     if (hipError_t rc = runtime().hipMemGetInfo(&f, &t); rc != hipSuccess)
       return vendor_fail("hipMemGetInfo", rc);
@@ -150,8 +145,7 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
     if (accel_status_t st = device_at(dst_device, dd); st != ACCEL_SUCCESS) return st;
     if (accel_status_t st = device_at(src_device, sd); st != ACCEL_SUCCESS) return st;
     Stream* s = stream_of(stream);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(s->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(s->device);
     if (hipError_t rc =
             runtime().hipMemcpyPeerAsync(dst, dd->index, src, sd->index, bytes, s->native);
         rc != hipSuccess)

@@ -117,8 +117,7 @@ accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
                          "checked by the HIP runtime only",
                          m->metadata.why_not.c_str());
     }
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(d->index); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(d->index);
     const hipError_t rc = runtime().hipModuleLoadData(&m->native, image->data);
     if (rc == hipSuccess) {
       *module = m.release();
@@ -138,8 +137,7 @@ accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
 accel_status_t op_module_unload(accel_plugin_module_t module) {
   return guarded("module_unload", [&]() -> accel_status_t {
     std::unique_ptr<Module> m(module_of(module));
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(m->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(m->device);
     if (hipError_t rc = runtime().hipModuleUnload(m->native); rc != hipSuccess)
       return vendor_fail("hipModuleUnload", rc);
     return ACCEL_SUCCESS;
@@ -152,8 +150,7 @@ accel_status_t op_kernel_create(accel_plugin_module_t module, const char* name,
                                 accel_plugin_kernel_t* kernel) {
   return guarded("kernel_create", [&]() -> accel_status_t {
     Module* m = module_of(module);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(m->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(m->device);
     auto k = std::make_unique<Kernel>();
     k->module = m;
     k->name = name;
@@ -194,8 +191,7 @@ accel_status_t op_kernel_get_attributes(accel_plugin_kernel_t kernel,
                                         accel_kernel_attributes_t* attributes) {
   return guarded("kernel_get_attributes", [&]() -> accel_status_t {
     const Kernel* k = kernel_of(kernel);
-    DeviceScope scope;
-    if (accel_status_t st = scope.enter(k->module->device); st != ACCEL_SUCCESS) return st;
+    ACCEL_HIP_DEVICE_SCOPE(k->module->device);
     struct Query {
       hipFunction_attribute attrib;
       const char* what;

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,23 +57,24 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
 // Entry points the plugin cannot work without: a loader lacking one is
 // refused in init.
-#define ACCEL_ZE_REQUIRED(X)                                                                      \
-  X(zeInit)                                                                                       \
-  X(zeDriverGet)                                                                                  \
-  X(zeDriverGetProperties)                                                                        \
-  X(zeDeviceGet)                                                                                  \
-  X(zeDeviceGetProperties) X(zeDeviceGetComputeProperties)                                        \
-      X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate) \
-          X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)             \
-              X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                   \
-                  X(zeCommandListAppendSignalEvent) X(zeCommandListAppendWaitOnEvents)            \
-                      X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)    \
-                          X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                 \
-                              X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset) \
-                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree) \
-                                      X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                  \
-                                          X(zeDeviceGetCacheProperties)                           \
-                                              X(zeDeviceGetModuleProperties)                      \
+#define ACCEL_ZE_REQUIRED(X)                                                                       \
+  X(zeInit)                                                                                        \
+  X(zeDriverGet)                                                                                   \
+  X(zeDriverGetProperties)                                                                         \
+  X(zeDeviceGet)                                                                                   \
+  X(zeDeviceGetProperties)                                                                         \
+  X(zeDeviceGetComputeProperties) X(zeDeviceGetCommandQueueGroupProperties)                        \
+      X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                        \
+          X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy) \
+              X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                   \
+                  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier)                 \
+                      X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate)                  \
+                          X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostSynchronize)         \
+                              X(zeEventQueryStatus) X(zeEventHostReset)                            \
+                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)  \
+                                      X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                   \
+                                          X(zeDeviceGetCacheProperties)                            \
+                                              X(zeDeviceGetModuleProperties)                       \
                                                   X(zeDeviceGetMemoryAccessProperties)
 
 // Required too: modules and kernels (modules.cpp, launch.cpp), core API
@@ -217,6 +219,28 @@ extern std::vector<Device*>& g_devices;
 //   if (accel_status_t st = device_at(i, d); st != ACCEL_SUCCESS) return st;
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
+// A zeDeviceGet*Properties list of the count-then-fill kind, every entry's
+// stype set to `stype`: *out holds what the driver filled; the result is
+// the driver's.
+template <class T>
+ze_result_t query_property_list(ze_device_handle_t dev,
+                                ze_result_t (*query)(ze_device_handle_t, uint32_t*, T*),
+                                ze_structure_type_t stype, std::vector<T>* out) {
+  uint32_t n = 0;
+  ze_result_t r = query(dev, &n, nullptr);
+  out->clear();
+  if (r == ZE_RESULT_SUCCESS && n > 0) {
+    out->assign(n, T{});
+    for (T& t : *out) t.stype = stype;
+    r = query(dev, &n, out->data());
+    out->resize(n);
+  }
+  return r;
+}
+
+// zeDeviceGetModuleProperties of the device (devices.cpp).
+accel_status_t module_properties(Device* d, ze_device_module_properties_t* out);
+
 // Adds ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE to the vtable (plugin.cpp):
 // counting calls it when it left no Level Zero state behind.
 void declare_discovery_fork_safe() noexcept;
@@ -229,7 +253,8 @@ void declare_discovery_fork_safe() noexcept;
 // would use a driver object as a loader one (modules.cpp does neither).
 bool loader_may_intercept() noexcept;
 
-// ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
+// ---- streams, events, host functions (streams.cpp, interop.cpp, events.cpp,
+//      hostfn.cpp) ----------------------------------------------------------
 
 // A new in-order immediate list on dev's compute queue group (streams.cpp).
 accel_status_t create_list(Device* dev, ze_command_queue_priority_t priority,
@@ -294,6 +319,16 @@ struct Event {
   SlotRef rec;  // the latest record, or null
 };
 
+// Every live Queue by its list (streams.cpp), so that stream_from_native of
+// a list accel made shares that list's Queue (interop.cpp). A Queue leaves
+// it when destroyed. The map is used under the mutex.
+std::mutex& queue_registry_mutex();
+std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>& queue_registry();
+// A new Queue of `list` (not registered: the caller does that).
+QueueRef make_queue(Device* dev, ze_command_list_handle_t list, bool accel_made, bool destroy_list);
+// Registers a new stream of `dev` on `q` (dev->streams: device_synchronize).
+Stream* add_stream(Device* dev, QueueRef q, int32_t priority, bool is_default);
+
 // Appends a command to q->list that signals a fresh slot, which becomes
 // q->last. `append(signal)` performs the append and returns its result;
 // `call` names it. Caller holds q->mu.
@@ -354,12 +389,9 @@ struct Kernel {
 // inside accel::plugin::guarded().
 // device_synchronize .. mem_get_info (backends/common/plugin_ops.hpp).
 ACCEL_BACKEND_DECLARE_OP(init)
-ACCEL_BACKEND_DECLARE_OP(device_count)
-ACCEL_BACKEND_DECLARE_OP(lazy_init)
-ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+ACCEL_BACKEND_DISCOVERY_OPS(ACCEL_BACKEND_DECLARE_OP)
 // No native current device: the core keeps the per-thread index.
-ACCEL_BACKEND_NO_OP(get_current_device)
-ACCEL_BACKEND_NO_OP(set_current_device)
+ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.1 groups (native handles, host memory, peer copies, attributes).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)

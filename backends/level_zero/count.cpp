@@ -76,12 +76,10 @@ bool describe_device(Device* d, std::string* why) {
   if (ze.zeDeviceGetProperties(d->handle, &with_ip) == ZE_RESULT_SUCCESS)
     d->ip_version = ip.ipVersion;
 
-  uint32_t groups = 0;
-  r = ze.zeDeviceGetCommandQueueGroupProperties(d->handle, &groups, nullptr);
-  std::vector<ze_command_queue_group_properties_t> gp(groups);
-  for (auto& g : gp) g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
-  if (r == ZE_RESULT_SUCCESS && groups > 0)
-    r = ze.zeDeviceGetCommandQueueGroupProperties(d->handle, &groups, gp.data());
+  std::vector<ze_command_queue_group_properties_t> gp;
+  r = query_property_list(d->handle, ze.zeDeviceGetCommandQueueGroupProperties,
+                          ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES, &gp);
+  const auto groups = static_cast<uint32_t>(gp.size());
   if (r != ZE_RESULT_SUCCESS) {
     *why = vendor_failure("zeDeviceGetCommandQueueGroupProperties", r, d->driver->handle);
     return false;
@@ -101,18 +99,15 @@ bool describe_device(Device* d, std::string* why) {
     return false;
   }
 
-  uint32_t mems = 0;
-  r = ze.zeDeviceGetMemoryProperties(d->handle, &mems, nullptr);
-  std::vector<ze_device_memory_properties_t> mp(mems);
-  for (auto& m : mp) m.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES;
-  if (r == ZE_RESULT_SUCCESS && mems > 0)
-    r = ze.zeDeviceGetMemoryProperties(d->handle, &mems, mp.data());
+  std::vector<ze_device_memory_properties_t> mp;
+  r = query_property_list(d->handle, ze.zeDeviceGetMemoryProperties,
+                          ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES, &mp);
   if (r != ZE_RESULT_SUCCESS) {
     *why = vendor_failure("zeDeviceGetMemoryProperties", r, d->driver->handle);
     return false;
   }
   d->total_memory = 0;
-  for (uint32_t i = 0; i < mems; ++i) d->total_memory += mp[i].totalSize;
+  for (const auto& m : mp) d->total_memory += m.totalSize;
   return true;
 }
 

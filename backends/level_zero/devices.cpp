@@ -119,15 +119,14 @@ accel_status_t op_device_synchronize(int32_t device) {
 
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
   return guarded("device_native_handle", [&]() -> accel_status_t {
-    Device* d;
+    Device* d = nullptr;
     if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
     if (out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
-    out->type = ACCEL_NATIVE_LEVEL_ZERO;
-    out->handle = d->handle;
-    out->context = d->driver->context;  // every device of a driver shares its one context
-    out->ordinal = -1;                  // Level Zero names devices by handle
-    return ACCEL_SUCCESS;
+    // Every device of a driver shares its one context; Level Zero names
+    // devices by handle (ordinal -1).
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO, d->handle,
+                                             d->driver->context, -1);
   });
 }
 
@@ -196,18 +195,12 @@ accel_status_t compute_properties(Device* d, ze_device_compute_properties_t* p) 
   return ACCEL_SUCCESS;
 }
 
-// zeDevice*Properties of the count-then-fill kind.
-template <class T, class Fn>
-accel_status_t list_properties(Device* d, const char* call, ze_structure_type_t stype, Fn&& query,
+// zeDevice*Properties of the count-then-fill kind, as a status.
+template <class T>
+accel_status_t list_properties(Device* d, const char* call, ze_structure_type_t stype,
+                               ze_result_t (*query)(ze_device_handle_t, uint32_t*, T*),
                                std::vector<T>* out) {
-  uint32_t n = 0;
-  ze_result_t r = query(&n, nullptr);
-  if (r == ZE_RESULT_SUCCESS && n > 0) {
-    out->assign(n, T{});
-    for (T& t : *out) t.stype = stype;
-    r = query(&n, out->data());
-    out->resize(n);
-  }
+  ze_result_t r = query_property_list(d->handle, query, stype, out);
   if (r != ZE_RESULT_SUCCESS) return vendor_fail(call, r, d->driver->handle);
   return ACCEL_SUCCESS;
 }
@@ -293,12 +286,9 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
         break;
       case ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH: {
         std::vector<ze_device_memory_properties_t> mp;
-        if (auto st = list_properties<ze_device_memory_properties_t>(
-                d, "zeDeviceGetMemoryProperties", ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES,
-                [&](uint32_t* n, ze_device_memory_properties_t* out) {
-                  return ze.zeDeviceGetMemoryProperties(d->handle, n, out);
-                },
-                &mp);
+        if (auto st = list_properties(d, "zeDeviceGetMemoryProperties",
+                                      ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES,
+                                      ze.zeDeviceGetMemoryProperties, &mp);
             st != ACCEL_SUCCESS)
           return st;
         for (const auto& m : mp) v = std::max<int64_t>(v, m.maxBusWidth);
@@ -309,12 +299,9 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
         // zeDeviceGetCacheProperties lists caches without naming their level;
         // the largest is the last-level cache.
         std::vector<ze_device_cache_properties_t> cache;
-        if (auto st = list_properties<ze_device_cache_properties_t>(
-                d, "zeDeviceGetCacheProperties", ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES,
-                [&](uint32_t* n, ze_device_cache_properties_t* out) {
-                  return ze.zeDeviceGetCacheProperties(d->handle, n, out);
-                },
-                &cache);
+        if (auto st = list_properties(d, "zeDeviceGetCacheProperties",
+                                      ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES,
+                                      ze.zeDeviceGetCacheProperties, &cache);
             st != ACCEL_SUCCESS)
           return st;
         for (const auto& c : cache) v = std::max<int64_t>(v, static_cast<int64_t>(c.cacheSize));
@@ -345,13 +332,9 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
         // Engines of the copy-only queue groups (blitters), which copy while
         // the compute engines run kernels.
         std::vector<ze_command_queue_group_properties_t> gp;
-        if (auto st = list_properties<ze_command_queue_group_properties_t>(
-                d, "zeDeviceGetCommandQueueGroupProperties",
-                ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES,
-                [&](uint32_t* n, ze_command_queue_group_properties_t* out) {
-                  return ze.zeDeviceGetCommandQueueGroupProperties(d->handle, n, out);
-                },
-                &gp);
+        if (auto st = list_properties(d, "zeDeviceGetCommandQueueGroupProperties",
+                                      ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES,
+                                      ze.zeDeviceGetCommandQueueGroupProperties, &gp);
             st != ACCEL_SUCCESS)
           return st;
         for (const auto& g : gp) {
@@ -377,6 +360,15 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
   });
 }
 
+accel_status_t module_properties(Device* d, ze_device_module_properties_t* out) {
+  *out = ze_device_module_properties_t{};
+  out->stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+  ze_result_t r = ze.zeDeviceGetModuleProperties(d->handle, out);
+  if (r != ZE_RESULT_SUCCESS)
+    return vendor_fail("zeDeviceGetModuleProperties", r, d->driver->handle);
+  return ACCEL_SUCCESS;
+}
+
 // zeDeviceGetModuleProperties: no double precision (ZE_DEVICE_MODULE_FLAG_FP64)
 // clears float64 and complex128, no half precision (FP16) float16 and complex32.
 accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
@@ -386,10 +378,7 @@ accel_status_t op_get_device_capability(int32_t device, accel_device_capability_
     if (capability == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "get_device_capability: capability is NULL");
     ze_device_module_properties_t mp{};
-    mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
-    ze_result_t r = ze.zeDeviceGetModuleProperties(d->handle, &mp);
-    if (r != ZE_RESULT_SUCCESS)
-      return vendor_fail("zeDeviceGetModuleProperties", r, d->driver->handle);
+    if (accel_status_t st = module_properties(d, &mp); st != ACCEL_SUCCESS) return st;
     if ((mp.flags & ZE_DEVICE_MODULE_FLAG_FP64) == 0)
       capability->supported_dtypes &=
           ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT64) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX128));

@@ -238,11 +238,9 @@ accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_h
     if (e == nullptr || out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_native_handle: NULL argument");
     SlotRef rec = current_record(e);
-    out->type = ACCEL_NATIVE_LEVEL_ZERO;
-    out->handle = rec ? static_cast<void*>(rec->ev) : nullptr;
-    out->context = e->dev->driver->context;
-    out->ordinal = -1;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_LEVEL_ZERO,
+                                             rec ? static_cast<void*>(rec->ev) : nullptr,
+                                             e->dev->driver->context, -1);
   });
 }
 

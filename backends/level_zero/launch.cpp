@@ -82,6 +82,75 @@ accel_status_t set_failed(const Kernel* k, const char* call, ze_result_t r,
   }
 }
 
+// The local memory of the launch: the LOCAL_MEMORY arguments plus
+// shared_bytes, which goes to the last of them (*last_local, num_args when
+// there is none; refused then unless shared_bytes is 0).
+accel_status_t sum_local_memory(const Kernel* k, const accel_kernel_arg_t* args, size_t num_args,
+                                size_t shared_bytes, size_t* last_local, uint64_t* local_bytes) {
+  *last_local = num_args;
+  uint64_t arg_bytes = 0;  // of the LOCAL_MEMORY arguments
+  for (size_t i = 0; i < num_args; ++i) {
+    if (args[i].kind != ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;
+    *last_local = i;
+    if (!accel::plugin::checked_add<uint64_t>(arg_bytes, args[i].size, &arg_bytes))
+      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                  "launch_kernel: kernel '%s': local memory argument %zu (%zu bytes) on top of "
+                  "%llu bytes of earlier ones is more than a size can hold",
+                  k->name.c_str(), i, args[i].size, static_cast<unsigned long long>(arg_bytes));
+  }
+  // The last LOCAL_MEMORY argument is set to its size plus shared_bytes:
+  // a sum that wrapped would hand the driver a small buffer.
+  if (!accel::plugin::checked_add<uint64_t>(arg_bytes, shared_bytes, local_bytes))
+    return fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                "launch_kernel: kernel '%s': %llu bytes of local memory arguments plus "
+                "shared_bytes %zu is more than a size can hold; %s has %u bytes of local "
+                "memory per group (maxSharedLocalMemory)",
+                k->name.c_str(), static_cast<unsigned long long>(arg_bytes), shared_bytes,
+                k->dev->label(), k->limits.maxSharedLocalMemory);
+  if (shared_bytes > 0 && *last_local == num_args)
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                "launch_kernel: kernel '%s': shared_bytes is %zu, but Level Zero has no dynamic "
+                "local memory apart from __local kernel parameters and the launch passes no "
+                "ACCEL_KERNEL_ARG_LOCAL_MEMORY argument: pass the memory as one",
+                k->name.c_str(), shared_bytes);
+  return ACCEL_SUCCESS;
+}
+
+// Sets the group size and every argument on the kernel's handle, the last
+// LOCAL_MEMORY argument with shared_bytes added. Caller holds k->launch_mu.
+accel_status_t set_launch_args(Kernel* k, accel_dim3_t block, const accel_kernel_arg_t* args,
+                               size_t num_args, size_t last_local, size_t shared_bytes) {
+  ze_result_t r = ze.zeKernelSetGroupSize(k->handle, block.x, block.y, block.z);
+  if (r != ZE_RESULT_SUCCESS)
+    return set_failed(k, "zeKernelSetGroupSize", r,
+                      format("block (%u, %u, %u)", block.x, block.y, block.z));
+  for (size_t i = 0; i < num_args; ++i) {
+    const accel_kernel_arg_t& a = args[i];
+    const auto index = static_cast<uint32_t>(i);
+    switch (a.kind) {
+      case ACCEL_KERNEL_ARG_VALUE:
+        r = ze.zeKernelSetArgumentValue(k->handle, index, a.size, a.value);
+        break;
+      case ACCEL_KERNEL_ARG_DEVICE_POINTER: {
+        const void* ptr = a.value;
+        r = ze.zeKernelSetArgumentValue(k->handle, index, sizeof ptr, &ptr);
+        break;
+      }
+      case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
+        r = ze.zeKernelSetArgumentValue(k->handle, index,
+                                        a.size + (i == last_local ? shared_bytes : 0), nullptr);
+        break;
+      default:
+        return fail(ACCEL_ERROR_INVALID_ARGUMENT, "launch_kernel: argument %zu has kind %d", i,
+                    static_cast<int>(a.kind));
+    }
+    if (r != ZE_RESULT_SUCCESS)
+      return set_failed(k, "zeKernelSetArgumentValue", r,
+                        format("argument %zu (%zu bytes)", i, a.size));
+  }
+  return ACCEL_SUCCESS;
+}
+
 }  // namespace
 
 // Arguments, in the kernel's parameter order: VALUE (size, value),
@@ -105,65 +174,19 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "launch_kernel: kernel '%s' takes %u arguments; the launch passes %zu",
                   k->name.c_str(), k->props.numKernelArgs, num_args);
-    size_t last_local = num_args;  // index of the last LOCAL_MEMORY argument
-    uint64_t arg_bytes = 0;        // of the LOCAL_MEMORY arguments
-    for (size_t i = 0; i < num_args; ++i) {
-      if (args[i].kind != ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;
-      last_local = i;
-      if (!accel::plugin::checked_add<uint64_t>(arg_bytes, args[i].size, &arg_bytes))
-        return fail(ACCEL_ERROR_OUT_OF_MEMORY,
-                    "launch_kernel: kernel '%s': local memory argument %zu (%zu bytes) on top of "
-                    "%llu bytes of earlier ones is more than a size can hold",
-                    k->name.c_str(), i, args[i].size, static_cast<unsigned long long>(arg_bytes));
-    }
-    // The last LOCAL_MEMORY argument is set to its size plus shared_bytes:
-    // a sum that wrapped would hand the driver a small buffer.
+    size_t last_local = num_args;
     uint64_t local_bytes = 0;
-    if (!accel::plugin::checked_add<uint64_t>(arg_bytes, shared_bytes, &local_bytes))
-      return fail(ACCEL_ERROR_OUT_OF_MEMORY,
-                  "launch_kernel: kernel '%s': %llu bytes of local memory arguments plus "
-                  "shared_bytes %zu is more than a size can hold; %s has %u bytes of local "
-                  "memory per group (maxSharedLocalMemory)",
-                  k->name.c_str(), static_cast<unsigned long long>(arg_bytes), shared_bytes,
-                  k->dev->label(), k->limits.maxSharedLocalMemory);
-    if (shared_bytes > 0 && last_local == num_args)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "launch_kernel: kernel '%s': shared_bytes is %zu, but Level Zero has no dynamic "
-                  "local memory apart from __local kernel parameters and the launch passes no "
-                  "ACCEL_KERNEL_ARG_LOCAL_MEMORY argument: pass the memory as one",
-                  k->name.c_str(), shared_bytes);
+    if (accel_status_t st =
+            sum_local_memory(k, args, num_args, shared_bytes, &last_local, &local_bytes);
+        st != ACCEL_SUCCESS)
+      return st;
     if (accel_status_t st = check_limits(k, grid, block, local_bytes); st != ACCEL_SUCCESS)
       return st;
 
     std::lock_guard launch_lock(k->launch_mu);
-    ze_result_t r = ze.zeKernelSetGroupSize(k->handle, block.x, block.y, block.z);
-    if (r != ZE_RESULT_SUCCESS)
-      return set_failed(k, "zeKernelSetGroupSize", r,
-                        format("block (%u, %u, %u)", block.x, block.y, block.z));
-    for (size_t i = 0; i < num_args; ++i) {
-      const accel_kernel_arg_t& a = args[i];
-      const auto index = static_cast<uint32_t>(i);
-      switch (a.kind) {
-        case ACCEL_KERNEL_ARG_VALUE:
-          r = ze.zeKernelSetArgumentValue(k->handle, index, a.size, a.value);
-          break;
-        case ACCEL_KERNEL_ARG_DEVICE_POINTER: {
-          const void* ptr = a.value;
-          r = ze.zeKernelSetArgumentValue(k->handle, index, sizeof ptr, &ptr);
-          break;
-        }
-        case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
-          r = ze.zeKernelSetArgumentValue(k->handle, index,
-                                          a.size + (i == last_local ? shared_bytes : 0), nullptr);
-          break;
-        default:
-          return fail(ACCEL_ERROR_INVALID_ARGUMENT, "launch_kernel: argument %zu has kind %d", i,
-                      static_cast<int>(a.kind));
-      }
-      if (r != ZE_RESULT_SUCCESS)
-        return set_failed(k, "zeKernelSetArgumentValue", r,
-                          format("argument %zu (%zu bytes)", i, a.size));
-    }
+    if (accel_status_t st = set_launch_args(k, block, args, num_args, last_local, shared_bytes);
+        st != ACCEL_SUCCESS)
+      return st;
     const ze_group_count_t groups{grid.x, grid.y, grid.z};
     Queue* q = s->q.get();
     std::lock_guard lock(q->mu);

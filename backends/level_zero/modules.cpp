@@ -77,10 +77,7 @@ accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
     if (formats == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "module_formats: formats is NULL");
     ze_device_module_properties_t mp{};
-    mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
-    ze_result_t r = ze.zeDeviceGetModuleProperties(d->handle, &mp);
-    if (r != ZE_RESULT_SUCCESS)
-      return vendor_fail("zeDeviceGetModuleProperties", r, d->driver->handle);
+    if (accel_status_t st = module_properties(d, &mp); st != ACCEL_SUCCESS) return st;
     uint64_t mask = ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_NATIVE_BINARY);
     if (mp.spirvVersionSupported != 0) mask |= ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_SPIRV);
     *formats = mask;

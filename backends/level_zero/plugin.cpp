@@ -1,6 +1,6 @@
 // The vtable of the Level Zero backend and its entry point; the operations
-// live in count.cpp, library.cpp, devices.cpp, streams.cpp, events.cpp,
-// hostfn.cpp, memory.cpp, modules.cpp and launch.cpp.
+// live in count.cpp, library.cpp, devices.cpp, streams.cpp, interop.cpp,
+// events.cpp, hostfn.cpp, memory.cpp, modules.cpp and launch.cpp.
 //
 // Lifecycle (README.md has the details):
 //  - entry: stores the host services; touches no Level Zero.

@@ -1,5 +1,6 @@
 // Streams: in-order immediate command lists on the device's compute queue
-// group. Every command signals a fresh event (the list's `last`), which is
+// group; native handles of streams and stream_from_native are in
+// interop.cpp. Every command signals a fresh event (the list's `last`), which is
 // what query and synchronize look at (loader 1.8 has no
 // zeCommandListHostSynchronize). A list and that state form a Queue, shared
 // by the stream that made the list and the wrappers of its native handle.
@@ -9,7 +10,6 @@
 #include "backend.hpp"
 
 #include <algorithm>
-#include <map>
 
 namespace accel::level_zero {
 
@@ -32,14 +32,14 @@ constexpr uint64_t kQueryMarkerWaitNs = 2'000'000;
 
 Stream* as_stream(accel_plugin_stream_t s) { return static_cast<Stream*>(s); }
 
-// Every live Queue by its list, so that stream_from_native of a list accel
-// made shares that list's Queue. Never destroyed: reaper threads free
-// streams during exit.
-std::mutex& registry_mutex() {
+}  // namespace
+
+// Never destroyed: reaper threads free streams during exit.
+std::mutex& queue_registry_mutex() {
   static auto* m = new std::mutex();
   return *m;
 }
-std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>& registry() {
+std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>& queue_registry() {
   static auto* r = new std::map<ze_command_list_handle_t, std::weak_ptr<Queue>>();
   return *r;
 }
@@ -54,7 +54,6 @@ QueueRef make_queue(Device* dev, ze_command_list_handle_t list, bool accel_made,
   return q;
 }
 
-// Registers a new stream of `dev` on `q` (dev->streams: device_synchronize).
 Stream* add_stream(Device* dev, QueueRef q, int32_t priority, bool is_default) {
   auto* s = new Stream();
   s->dev = dev;
@@ -65,6 +64,8 @@ Stream* add_stream(Device* dev, QueueRef q, int32_t priority, bool is_default) {
   dev->streams.push_back(s);
   return s;
 }
+
+namespace {
 
 // Frees the stream; its Queue (and with it, where the Queue owns it, the
 // list) goes with the last stream using it.
@@ -88,8 +89,8 @@ accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_def
   QueueRef q;
   try {
     q = make_queue(dev, list, true, true);
-    std::lock_guard lock(registry_mutex());
-    registry()[list] = q;
+    std::lock_guard lock(queue_registry_mutex());
+    queue_registry()[list] = q;
   } catch (...) {
     if (!q) ze.zeCommandListDestroy(list);
     throw;
@@ -98,20 +99,13 @@ accel_status_t stream_create_internal(Device* dev, int32_t priority, bool is_def
   return ACCEL_SUCCESS;
 }
 
-void fill_handle(Device* d, void* handle, accel_native_handle_t* out) {
-  out->type = ACCEL_NATIVE_LEVEL_ZERO;
-  out->handle = handle;
-  out->context = d->driver->context;
-  out->ordinal = -1;  // Level Zero names devices by handle
-}
-
 }  // namespace
 
 Queue::~Queue() {
   {
-    std::lock_guard lock(registry_mutex());
-    auto it = registry().find(list);
-    if (it != registry().end() && it->second.expired()) registry().erase(it);
+    std::lock_guard lock(queue_registry_mutex());
+    auto it = queue_registry().find(list);
+    if (it != queue_registry().end() && it->second.expired()) queue_registry().erase(it);
   }
   if (!destroy_list) return;
   if (ze_result_t r = ze.zeCommandListDestroy(list); r != ZE_RESULT_SUCCESS)
@@ -319,74 +313,6 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
     return queue_append(q, "zeCommandListAppendSignalEvent", [&](ze_event_handle_t sig) {
       return ze.zeCommandListAppendSignalEvent(q->list, sig);
     });
-  });
-}
-
-// ---- native handles ---------------------------------------------------------------
-
-// The list itself: everything accel queues on the stream goes to it, in
-// order. From now on the program may append to it (see queue_fence).
-accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_native_handle_t* out) {
-  return guarded("stream_native_handle", [&]() -> accel_status_t {
-    Stream* s = as_stream(stream);
-    if (s == nullptr || out == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_native_handle: NULL argument");
-    s->q->exported.store(true, std::memory_order_release);
-    fill_handle(s->dev, s->q->list, out);
-    return ACCEL_SUCCESS;
-  });
-}
-
-// Wraps an immediate list of the program (or the exported list of an accel
-// stream, whose Queue the wrapper then shares). Level Zero 1.8 cannot tell a
-// list's device, context or whether it is immediate (zeCommandListGet*Handle
-// and zeCommandListIsImmediate are newer than what loader 1.8 dispatches):
-// what is checked is native->context when given and, for accel's
-// own lists, their device; the rest is the caller's promise.
-accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
-                                     uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    if (native == nullptr || stream == nullptr || native->handle == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: NULL argument or handle");
-    if ((flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP) != 0)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: unknown flags 0x%x", flags);
-    const bool take = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0;
-    auto list = static_cast<ze_command_list_handle_t>(native->handle);
-    if (native->context != nullptr && native->context != d->driver->context)
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                  "stream_from_native: the command list is of ze_context_handle_t %p, but %s "
-                  "works in context %p: create the list with zeCommandListCreateImmediate on "
-                  "the context accel_device_native_handle gives",
-                  native->context, d->label(), static_cast<void*>(d->driver->context));
-    QueueRef q;
-    {
-      std::lock_guard lock(registry_mutex());
-      auto it = registry().find(list);
-      if (it != registry().end()) q = it->second.lock();
-      if (q) {
-        if (q->dev != d)
-          return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                      "stream_from_native: command list %p is a list of %s, not of %s",
-                      native->handle, q->dev->label(), d->label());
-        if (take && q->accel_made)
-          return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                      "stream_from_native: command list %p belongs to an accel stream of %s; "
-                      "accel cannot take ownership of it (wrap it without "
-                      "ACCEL_NATIVE_TAKE_OWNERSHIP)",
-                      native->handle, d->label());
-        // A second wrapper of the program's list shares the first's state;
-        // with ownership, the list goes with the last of them.
-        if (take) q->destroy_list = true;
-      } else {
-        q = make_queue(d, list, false, take);
-        registry()[list] = q;
-      }
-      q->exported.store(true, std::memory_order_release);
-    }
-    *stream = add_stream(d, std::move(q), 0, false);
-    return ACCEL_SUCCESS;
   });
 }
 

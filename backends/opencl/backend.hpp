@@ -154,7 +154,8 @@ accel_status_t device_context(Device* dev, cl_context* ctx);
 // first use in the device's context; never one of a stream's queues.
 accel_status_t staging_queue(Device* dev, cl_command_queue* q);
 
-// ---- streams, events, host functions (streams.cpp, events.cpp, hostfn.cpp) --
+// ---- streams, events, host functions (streams.cpp, gate.cpp, interop.cpp,
+//      events.cpp, hostfn.cpp) ---------------------------------------------
 //
 // A host function holds back later work of its stream until it has run. On
 // most devices that happens on the device: a barrier waits on a user event
@@ -205,6 +206,16 @@ struct Op {
   accel_host_fn discard = nullptr;
   // KernelLaunch: the kernel, its sizes and a copy of the arguments.
   std::shared_ptr<Launch> launch;
+
+  // A copy of `bytes` bytes; the other members keep their defaults.
+  static Op copy(void* dst, const void* src, size_t bytes) {
+    Op op;
+    op.kind = Copy;
+    op.dst = dst;
+    op.src = src;
+    op.bytes = bytes;
+    return op;
+  }
 };
 
 struct Stream {
@@ -257,6 +268,23 @@ inline Stream* stream_of(accel_plugin_stream_t s) {
 }
 
 // streams.cpp
+void stream_ref(Stream* s);
+void stream_unref(Stream* s);
+// A new stream state on `queue` (whose one reference it then owns) in the
+// device's context, listed in dev->streams. Caller holds dev->mu; on a
+// throw nothing is listed and the queue is still the caller's.
+Stream* add_stream_state(Device* dev, cl_command_queue queue, cl_context ctx);
+// Makes `ev` (one reference owned by the caller) the stream's latest command
+// and flushes the queue. Caller holds s->mu.
+accel_status_t stream_commit(Stream* s, cl_event ev);
+// Everything submitted to the stream has completed (after its gate is open);
+// reports a deferred submission's failure.
+accel_status_t stream_finish(Stream* s);
+// Everything submitted to the queues of destroyed streams of `dev` has
+// completed; then releases the queues that are done. Takes dev->mu.
+accel_status_t finish_retired(Device* dev);
+
+// gate.cpp: the host-side gate.
 // Queues `op`: submitted at once when the stream is not held back (the
 // status is that of the submission), else deferred (ACCEL_SUCCESS; a later
 // submission failure is reported by the stream's next query/synchronize).
@@ -264,19 +292,18 @@ accel_status_t stream_enqueue(Stream* s, Op&& op);
 // Opens the gate of a stream held back by a host function or a record wait
 // and submits what was deferred. Called with no lock held.
 void stream_resume(Stream* s);
-void stream_ref(Stream* s);
-void stream_unref(Stream* s);
-// Makes `ev` (one reference owned by the caller) the stream's latest command
-// and flushes the queue. Caller holds s->mu.
-accel_status_t stream_commit(Stream* s, cl_event ev);
 // Records a deferred submission's failure on the stream. Caller holds s->mu.
 void stream_defer_error(Stream* s, accel_status_t st, const std::string& message);
-// Everything submitted to the stream has completed (after its gate is open);
-// reports a deferred submission's failure.
-accel_status_t stream_finish(Stream* s);
-// Everything submitted to the queues of destroyed streams of `dev` has
-// completed; then releases the queues that are done. Takes dev->mu.
-accel_status_t finish_retired(Device* dev);
+// Waits until nothing is deferred or held back on the stream. Takes s->mu.
+void stream_wait_ungated(Stream* s);
+// Reports (and clears) the failure of a deferred submission, if any.
+// Takes s->mu.
+accel_status_t stream_take_deferred_error(Stream* s);
+
+// interop.cpp
+// stream_query of a stream whose queue the program has (Stream::exported):
+// probes with a marker after the program's own commands.
+accel_status_t stream_query_exported(Stream* s);
 
 // hostfn.cpp
 // Submits a host function: a marker whose completion hands fn to a worker,
@@ -365,17 +392,14 @@ std::string pocl_binary_problem(const unsigned char* data, size_t size, bool cpu
 // No init (the loader is linked, nothing to open) and no get/set_current_device
 // (OpenCL has no current device).
 
-// devices.cpp, streams.cpp, hostfn.cpp, events.cpp, memory.cpp.
+// devices.cpp, streams.cpp, interop.cpp, hostfn.cpp, events.cpp, memory.cpp.
 // No init: the ICD loader is linked, nothing to open (library.cpp).
 ACCEL_BACKEND_NO_OP(init)
-ACCEL_BACKEND_DECLARE_OP(device_count)
-ACCEL_BACKEND_DECLARE_OP(lazy_init)
-ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+ACCEL_BACKEND_DISCOVERY_OPS(ACCEL_BACKEND_DECLARE_OP)
 // OpenCL has no current device: the core keeps it.
-ACCEL_BACKEND_NO_OP(get_current_device)
-ACCEL_BACKEND_NO_OP(set_current_device)
+ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// The ABI 1.1 groups: native handles (streams.cpp, events.cpp, devices.cpp),
+// The ABI 1.1 groups: native handles (interop.cpp, events.cpp, devices.cpp),
 // host memory and peer copies (memory.cpp, devices.cpp), attributes
 // (devices.cpp).
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)

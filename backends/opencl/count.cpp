@@ -83,6 +83,72 @@ bool parse_types(const char* text, cl_device_type* mask) {
   return m != 0;
 }
 
+// What a platform walk left out, for the reason of an empty list.
+struct Skipped {
+  size_t hidden_cpu = 0;    // CPU devices outside the type mask
+  size_t hidden_other = 0;  // devices of other types outside it
+  size_t broken = 0;        // platforms whose device list failed
+};
+
+// Lists the devices of platform `p` whose type is in `mask` in e.devices,
+// each described (describe); counts what it leaves out in `skipped`.
+void list_platform_devices(Enumeration& e, cl_platform_id p, const std::string& pname,
+                           cl_device_type mask, Skipped& skipped) {
+  cl_uint ndev = 0;
+  cl_int err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &ndev);
+  if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && ndev == 0)) return;
+  std::vector<cl_device_id> ids(ndev);
+  if (err == CL_SUCCESS) err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, ndev, ids.data(), nullptr);
+  if (err != CL_SUCCESS) {
+    // One broken driver must not hide the others.
+    ++skipped.broken;
+    log_vendor_failure(ACCEL_LOG_WARN, "clGetDeviceIDs", err,
+                       format("(platform '%s' skipped)", pname.c_str()).c_str());
+    return;
+  }
+  for (cl_device_id id : ids) {
+    cl_device_type t = 0;  // a failed query hides the device like an unlisted type
+    if (clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, nullptr) != CL_SUCCESS) t = 0;
+    if ((t & mask) == 0) {
+      if (t & CL_DEVICE_TYPE_CPU)
+        ++skipped.hidden_cpu;
+      else
+        ++skipped.hidden_other;
+      continue;
+    }
+    auto dev = std::make_unique<Device>();
+    dev->index = static_cast<int32_t>(e.devices.size());
+    dev->platform = p;
+    dev->id = id;
+    dev->type = t;
+    describe(dev.get());
+    e.devices.push_back(dev.get());
+    Device* d = dev.release();
+    accel::plugin::log(
+        ACCEL_LOG_DEBUG, "device %d: '%s' (%s) on platform '%s', %s, svm caps 0x%llx%s", d->index,
+        d->name.c_str(), type_names(t).c_str(), pname.c_str(), d->version.c_str(),
+        static_cast<unsigned long long>(d->svm), d->priority_hints ? ", priority hints" : "");
+    if (d->priority_hints) advertise_stream_priorities();
+  }
+}
+
+// Why no device is listed: the type mask, the platforms walked and what
+// each kind of skipped device would take to show.
+std::string no_device_reason(cl_device_type mask, size_t platforms,
+                             const std::string& platform_names, const Skipped& skipped) {
+  std::string r = format("no OpenCL device of type %s on %zu platform(s) (%s)",
+                         type_names(mask).c_str(), platforms, platform_names.c_str());
+  if (skipped.hidden_cpu)
+    r += format("; %zu CPU device(s) hidden: set %s=all (or cpu) to show them",
+                skipped.hidden_cpu, kTypeVar);
+  if (skipped.hidden_other)
+    r += format("; %zu device(s) of other types hidden (%s=all shows them)",
+                skipped.hidden_other, kTypeVar);
+  if (skipped.broken)
+    r += format("; %zu platform(s) failed to list devices (see the log)", skipped.broken);
+  return r;
+}
+
 // Runs the enumeration; caller holds e.mu. Failures of the loader itself are
 // returned and not cached so that a later call can retry.
 accel_status_t run_enumeration(Enumeration& e) {
@@ -111,62 +177,15 @@ accel_status_t run_enumeration(Enumeration& e) {
     return ACCEL_SUCCESS;
   }
 
-  size_t hidden_cpu = 0, hidden_other = 0, broken = 0;
+  Skipped skipped;
   std::string platform_names;
   for (cl_platform_id p : plats) {
     std::string pname = platform_string(p, CL_PLATFORM_NAME);
     if (!platform_names.empty()) platform_names += ", ";
     platform_names += "'" + pname + "'";
-    cl_uint ndev = 0;
-    cl_int err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &ndev);
-    if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && ndev == 0)) continue;
-    std::vector<cl_device_id> ids(ndev);
-    if (err == CL_SUCCESS) err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, ndev, ids.data(), nullptr);
-    if (err != CL_SUCCESS) {
-      // One broken driver must not hide the others.
-      ++broken;
-      log_vendor_failure(ACCEL_LOG_WARN, "clGetDeviceIDs", err,
-                         format("(platform '%s' skipped)", pname.c_str()).c_str());
-      continue;
-    }
-    for (cl_device_id id : ids) {
-      cl_device_type t = 0;  // a failed query hides the device like an unlisted type
-      if (clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, nullptr) != CL_SUCCESS) t = 0;
-      if ((t & mask) == 0) {
-        if (t & CL_DEVICE_TYPE_CPU)
-          ++hidden_cpu;
-        else
-          ++hidden_other;
-        continue;
-      }
-      auto dev = std::make_unique<Device>();
-      dev->index = static_cast<int32_t>(e.devices.size());
-      dev->platform = p;
-      dev->id = id;
-      dev->type = t;
-      describe(dev.get());
-      e.devices.push_back(dev.get());
-      Device* d = dev.release();
-      accel::plugin::log(
-          ACCEL_LOG_DEBUG, "device %d: '%s' (%s) on platform '%s', %s, svm caps 0x%llx%s", d->index,
-          d->name.c_str(), type_names(t).c_str(), pname.c_str(), d->version.c_str(),
-          static_cast<unsigned long long>(d->svm), d->priority_hints ? ", priority hints" : "");
-      if (d->priority_hints) advertise_stream_priorities();
-    }
+    list_platform_devices(e, p, pname, mask, skipped);
   }
-
-  if (e.devices.empty()) {
-    std::string r = format("no OpenCL device of type %s on %zu platform(s) (%s)",
-                           type_names(mask).c_str(), plats.size(), platform_names.c_str());
-    if (hidden_cpu)
-      r += format("; %zu CPU device(s) hidden: set %s=all (or cpu) to show them", hidden_cpu,
-                  kTypeVar);
-    if (hidden_other)
-      r += format("; %zu device(s) of other types hidden (%s=all shows them)", hidden_other,
-                  kTypeVar);
-    if (broken) r += format("; %zu platform(s) failed to list devices (see the log)", broken);
-    e.reason = r;
-  }
+  if (e.devices.empty()) e.reason = no_device_reason(mask, plats.size(), platform_names, skipped);
   e.done = true;
   return ACCEL_SUCCESS;
 }

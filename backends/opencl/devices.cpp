@@ -13,7 +13,6 @@
 namespace accel::opencl {
 namespace {
 
-
 void CL_CALLBACK context_notify(const char* errinfo, const void*, size_t, void* user) {
   auto* dev = static_cast<Device*>(user);
   accel::plugin::log(ACCEL_LOG_WARN, "OpenCL driver message for device %d: %s", dev->index,
@@ -219,11 +218,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     // a program creates its own queues for stream_from_native in it.
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
-    out->type = ACCEL_NATIVE_OPENCL;
-    out->handle = dev->id;
-    out->context = ctx;
-    out->ordinal = -1;  // OpenCL names devices by handle
-    return ACCEL_SUCCESS;
+    // OpenCL names devices by handle (ordinal -1).
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, dev->id, ctx, -1);
   });
 }
 

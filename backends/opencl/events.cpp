@@ -300,11 +300,7 @@ accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_h
     }
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(e->dev, &ctx); st != ACCEL_SUCCESS) return st;
-    out->type = ACCEL_NATIVE_OPENCL;
-    out->handle = ev;
-    out->context = ctx;
-    out->ordinal = -1;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_OPENCL, ev, ctx, -1);
   });
 }
 

@@ -57,7 +57,7 @@ Executor& executor() {
 // (registered earlier, so run later). From then on an idle worker keeps
 // waiting instead of exiting: a thread ending while LSan stops the world to
 // scan it makes LSan's tracer fault ("LeakSanitizer has encountered a fatal
-// error"), which an idle timeout landing at exit did in CI.
+// error"), and a worker's idle timeout may end it just then.
 struct AtExit {
   ~AtExit() {
     Executor& x = executor();
@@ -256,11 +256,8 @@ accel_status_t stream_step(Stream* s, accel_host_fn fn, accel_host_fn discard, v
 accel_status_t op_launch_host_func(accel_plugin_stream_t stream, accel_host_fn fn,
                                    void* user_data) {
   return guarded("launch_host_func", [&]() -> accel_status_t {
-    Op op;
-    op.kind = Op::HostFn;
-    op.fn = fn;
-    op.user_data = user_data;
-    return stream_enqueue(stream_of(stream), std::move(op));
+    // The program's host function: a step with nothing to discard.
+    return stream_step(stream_of(stream), fn, nullptr, user_data);
   });
 }
 

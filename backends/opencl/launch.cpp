@@ -130,39 +130,28 @@ accel_status_t try_args(Kernel* k, const accel_kernel_arg_t* args, size_t n) {
   return st;
 }
 
-// Checks the launch against the device and the kernel before anything is
-// queued; fills the sizes.
-accel_status_t check(const Kernel* k, accel_dim3_t grid, accel_dim3_t block, size_t shared_bytes,
-                     const accel_kernel_arg_t* args, size_t n, cl_uint* dims, size_t* global,
-                     size_t* local) {
+// Checks grid and block against the device's work-item limits and address
+// width; fills the NDRange sizes and *threads, the work-items of one block.
+accel_status_t check_ndrange(const Kernel* k, accel_dim3_t grid, accel_dim3_t block, size_t* global,
+                             size_t* local, uint64_t* threads) {
   const Device* dev = k->dev;
-  if (shared_bytes > 0)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "kernel '%s': shared_bytes %zu: OpenCL has no dynamic local memory besides "
-                "__local pointer parameters; pass it as a LOCAL_MEMORY argument of the kernel's "
-                "__local parameter",
-                k->name.c_str(), shared_bytes);
-  if (n != k->num_args)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "kernel '%s' takes %u arguments; the launch passes %zu", k->name.c_str(),
-                k->num_args, n);
   const uint32_t g[3] = {grid.x, grid.y, grid.z};
   const uint32_t b[3] = {block.x, block.y, block.z};
   static constexpr char kAxis[3] = {'x', 'y', 'z'};
-  uint64_t threads = 1;
+  const uint64_t addressable =
+      dev->address_bits >= 64 ? UINT64_MAX : (uint64_t{1} << dev->address_bits) - 1;
+  *threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (b[i] > dev->max_work_item[i])
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "kernel '%s': block.%c %u exceeds CL_DEVICE_MAX_WORK_ITEM_SIZES[%d] = %zu of "
                   "OpenCL %s",
                   k->name.c_str(), kAxis[i], b[i], i, dev->max_work_item[i], dev->label().c_str());
-    threads *= b[i];
+    *threads *= b[i];
     // grid and block are 32-bit: the product fits in 64 bits; it must also
     // fit the host's size_t and the device's address width.
     const uint64_t total = uint64_t{g[i]} * b[i];
-    const uint64_t limit =
-        dev->address_bits >= 64 ? UINT64_MAX : (uint64_t{1} << dev->address_bits) - 1;
-    if (total > limit || total > SIZE_MAX)
+    if (total > addressable || total > SIZE_MAX)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "kernel '%s': grid.%c %u x block.%c %u = %llu work-items exceed what OpenCL %s "
                   "addresses (CL_DEVICE_ADDRESS_BITS %u)",
@@ -173,8 +162,6 @@ accel_status_t check(const Kernel* k, accel_dim3_t grid, accel_dim3_t block, siz
   }
   // The whole NDRange too: get_global_linear_id() is a size_t of the device.
   uint64_t items = 0;
-  const uint64_t addressable =
-      dev->address_bits >= 64 ? UINT64_MAX : (uint64_t{1} << dev->address_bits) - 1;
   if (__builtin_mul_overflow(uint64_t{global[0]}, uint64_t{global[1]}, &items) ||
       __builtin_mul_overflow(items, uint64_t{global[2]}, &items) || items > addressable ||
       items > SIZE_MAX)
@@ -184,18 +171,34 @@ accel_status_t check(const Kernel* k, accel_dim3_t grid, accel_dim3_t block, siz
                 "size_t)",
                 k->name.c_str(), g[0], g[1], g[2], b[0], b[1], b[2], dev->label().c_str(),
                 dev->address_bits);
-  if (threads > dev->max_work_group)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "kernel '%s': block (%u, %u, %u) has %llu work-items, over "
-                "CL_DEVICE_MAX_WORK_GROUP_SIZE %zu of OpenCL %s",
-                k->name.c_str(), b[0], b[1], b[2], static_cast<unsigned long long>(threads),
-                dev->max_work_group, dev->label().c_str());
-  if (threads > k->work_group_size)
-    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                "kernel '%s': block (%u, %u, %u) has %llu work-items, over this kernel's "
-                "CL_KERNEL_WORK_GROUP_SIZE %zu on OpenCL %s",
-                k->name.c_str(), b[0], b[1], b[2], static_cast<unsigned long long>(threads),
-                k->work_group_size, dev->label().c_str());
+  return ACCEL_SUCCESS;
+}
+
+// Checks the work-items of one block (`threads`) against the device's and
+// the kernel's work-group size.
+accel_status_t check_work_group(const Kernel* k, accel_dim3_t block, uint64_t threads) {
+  const Device* dev = k->dev;
+  struct Limit {
+    size_t value;
+    const char* name;      // the limit, as the refusal names it
+    const char* relation;  // "of" or "on" the device
+  };
+  const Limit limits[] = {{dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE", "of"},
+                          {k->work_group_size, "this kernel's CL_KERNEL_WORK_GROUP_SIZE", "on"}};
+  for (const Limit& l : limits)
+    if (threads > l.value)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "kernel '%s': block (%u, %u, %u) has %llu work-items, over %s %zu %s OpenCL %s",
+                  k->name.c_str(), block.x, block.y, block.z,
+                  static_cast<unsigned long long>(threads), l.name, l.value, l.relation,
+                  dev->label().c_str());
+  return ACCEL_SUCCESS;
+}
+
+// Checks the kernel's own local memory plus its LOCAL_MEMORY arguments
+// against the device's.
+accel_status_t check_local_memory(const Kernel* k, const accel_kernel_arg_t* args, size_t n) {
+  const Device* dev = k->dev;
   uint64_t local_bytes = k->static_local;
   for (size_t i = 0; i < n; ++i)  // saturating: absurd sizes must not wrap around
     if (args[i].kind == ACCEL_KERNEL_ARG_LOCAL_MEMORY)
@@ -208,6 +211,30 @@ accel_status_t check(const Kernel* k, accel_dim3_t grid, accel_dim3_t block, siz
                 k->name.c_str(), static_cast<unsigned long long>(local_bytes),
                 static_cast<unsigned long long>(k->static_local),
                 static_cast<unsigned long long>(dev->local_mem), dev->label().c_str());
+  return ACCEL_SUCCESS;
+}
+
+// Checks the launch against the device and the kernel before anything is
+// queued; fills the sizes.
+accel_status_t check_launch(const Kernel* k, accel_dim3_t grid, accel_dim3_t block,
+                            size_t shared_bytes, const accel_kernel_arg_t* args, size_t n,
+                            cl_uint* dims, size_t* global, size_t* local) {
+  if (shared_bytes > 0)
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                "kernel '%s': shared_bytes %zu: OpenCL has no dynamic local memory besides "
+                "__local pointer parameters; pass it as a LOCAL_MEMORY argument of the kernel's "
+                "__local parameter",
+                k->name.c_str(), shared_bytes);
+  if (n != k->num_args)
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                "kernel '%s' takes %u arguments; the launch passes %zu", k->name.c_str(),
+                k->num_args, n);
+  uint64_t threads = 1;
+  if (accel_status_t st = check_ndrange(k, grid, block, global, local, &threads);
+      st != ACCEL_SUCCESS)
+    return st;
+  if (accel_status_t st = check_work_group(k, block, threads); st != ACCEL_SUCCESS) return st;
+  if (accel_status_t st = check_local_memory(k, args, n); st != ACCEL_SUCCESS) return st;
   *dims = global[2] > 1 ? 3 : (global[1] > 1 ? 2 : 1);
   return ACCEL_SUCCESS;
 }
@@ -258,7 +285,7 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
     cl_uint dims = 1;
     size_t global[3], local[3];
     if (accel_status_t st =
-            check(k, grid, block, shared_bytes, args, num_args, &dims, global, local);
+            check_launch(k, grid, block, shared_bytes, args, num_args, &dims, global, local);
         st != ACCEL_SUCCESS)
       return st;
     std::unique_lock<std::mutex> lock(s->mu);

@@ -9,6 +9,7 @@
 // 9). The loader in turn loads the vendor drivers listed in
 // /etc/OpenCL/vendors (or OCL_ICD_VENDORS) on the first platform query.
 #include "backend.hpp"
+#include "device_info.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -34,12 +35,7 @@ accel_status_t list_platforms(std::vector<cl_platform_id>& out, cl_int* none_cod
 }
 
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
-  s.resize(std::strlen(s.c_str()));
-  return s;
+  return info_string(clGetPlatformInfo, p, what);
 }
 
 // Every platform the ICD loader found, listed devices or not: its name and

@@ -50,15 +50,20 @@ struct Alloc {
   Device* dev;
 };
 
-struct Registry {
+// Live allocations of one kind by address, under mu. Never destroyed, so
+// it is usable until the process ends.
+template <class Entry>
+struct AllocRegistry {
   std::mutex mu;
-  std::map<uintptr_t, Alloc> allocs;
+  std::map<uintptr_t, Entry> allocs;
+
+  static AllocRegistry& instance() {
+    static auto* r = new AllocRegistry();
+    return *r;
+  }
 };
 
-Registry& registry() {
-  static Registry* r = new Registry();
-  return *r;
-}
+AllocRegistry<Alloc>& registry() { return AllocRegistry<Alloc>::instance(); }
 
 // Checks that [p, p+bytes) is inside a live allocation of `dev`; `whose`
 // says where dev comes from ("the stream is on").
@@ -66,7 +71,7 @@ accel_status_t check_device_range(const Device* dev, const void* p, size_t bytes
                                   const char* whose) {
   if (!p) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s is NULL", role);
   auto addr = reinterpret_cast<uintptr_t>(p);
-  Registry& r = registry();
+  auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.allocs.upper_bound(addr);
   if (it == r.allocs.begin())
@@ -119,7 +124,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
                   "reports no error code; the device is most likely out of memory)",
                   bytes, dev->label().c_str());
     try {
-      Registry& r = registry();
+      auto& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
       r.allocs.emplace(reinterpret_cast<uintptr_t>(p), Alloc{bytes, dev});
       dev->bytes_allocated += bytes;
@@ -136,7 +141,7 @@ accel_status_t op_mem_free(int32_t device, void* ptr) {
   return guarded("mem_free", [&]() -> accel_status_t {
     Device* dev;
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
-    Registry& r = registry();
+    auto& r = registry();
     {
       std::lock_guard<std::mutex> lock(r.mu);
       auto it = r.allocs.find(reinterpret_cast<uintptr_t>(ptr));
@@ -181,12 +186,7 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
     }
     if (st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
-    Op op;
-    op.kind = Op::Copy;
-    op.dst = dst;
-    op.src = src;
-    op.bytes = bytes;
-    return stream_enqueue(s, std::move(op));
+    return stream_enqueue(s, Op::copy(dst, src, bytes));
   });
 }
 
@@ -225,7 +225,7 @@ accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total
       }
     }
     if (!from_vendor) {
-      Registry& r = registry();
+      auto& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
       free = dev->bytes_allocated < total ? total - dev->bytes_allocated : 0;
     }
@@ -247,15 +247,7 @@ struct HostAlloc {
   Device* svm = nullptr;  // the device whose context made it (fine-grained SVM)
 };
 
-struct HostRegistry {
-  std::mutex mu;
-  std::map<uintptr_t, HostAlloc> allocs;
-};
-
-HostRegistry& host_registry() {
-  static HostRegistry* r = new HostRegistry();
-  return *r;
-}
+AllocRegistry<HostAlloc>& host_registry() { return AllocRegistry<HostAlloc>::instance(); }
 
 // The one device fine-grained SVM may come from, or null (see the top).
 Device* svm_host_device(size_t bytes) {
@@ -306,7 +298,7 @@ accel_status_t op_host_alloc(size_t bytes, uint32_t flags, void** ptr) {
       }
     }
     try {
-      HostRegistry& r = host_registry();
+      auto& r = host_registry();
       std::lock_guard<std::mutex> lock(r.mu);
       r.allocs.emplace(reinterpret_cast<uintptr_t>(p), a);
     } catch (...) {
@@ -325,7 +317,7 @@ accel_status_t op_host_free(void* ptr) {
   return guarded("host_free", [&]() -> accel_status_t {
     HostAlloc a;
     {
-      HostRegistry& r = host_registry();
+      auto& r = host_registry();
       std::lock_guard<std::mutex> lock(r.mu);
       auto it = r.allocs.find(reinterpret_cast<uintptr_t>(ptr));
       if (it == r.allocs.end())
@@ -437,12 +429,7 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
     if (st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
     if (ddev == sdev) {  // one device: an ordinary copy
-      Op op;
-      op.kind = Op::Copy;
-      op.dst = dst;
-      op.src = src;
-      op.bytes = bytes;
-      return stream_enqueue(s, std::move(op));
+      return stream_enqueue(s, Op::copy(dst, src, bytes));
     }
     auto c = std::make_unique<PeerCopy>();
     if (st = staging_queue(sdev, &c->from); st != ACCEL_SUCCESS) return st;

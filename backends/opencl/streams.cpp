@@ -1,6 +1,8 @@
-// Streams: in-order, profiling-enabled command queues, plus the host-side
-// gate that keeps host functions in stream order where device gates do not
-// work (see backend.hpp), and streams made from a program's queue.
+// Streams: in-order, profiling-enabled command queues; their creation,
+// destruction (with the retirement of queues that still run work),
+// priorities, query, synchronize and waits on events. The host-side gate
+// that holds back a stream's work is in gate.cpp, native queues in
+// interop.cpp.
 //
 // Each stream remembers the cl_event of the latest command enqueued on it
 // (every operation asks OpenCL for its event). The queue is in order, so that
@@ -8,13 +10,6 @@
 // for its execution status and enqueues nothing. Every enqueue is followed by
 // clFlush so work starts without a blocking call and so events can be waited
 // on from other queues (the OpenCL spec requires the flush for that).
-//
-// Native handles: the stream's cl_command_queue is the queue every operation
-// of the stream is enqueued to, in order, so a program may enqueue on it
-// directly (README.md, "Native handles", says exactly what is ordered). Once
-// the queue has been handed out, stream_query no longer trusts the latest
-// command accel knows of: it probes with a marker, which completes only
-// after whatever the program enqueued.
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS  // clCreateCommandQueue for 1.x devices
 #include "backend.hpp"
 
@@ -53,125 +48,16 @@ accel_status_t make_stream(Device* dev, int32_t priority, bool is_default, Strea
   }
   Stream* s = nullptr;
   try {
-    s = new Stream();
-    s->dev = dev;
-    s->queue = q;
-    s->context = ctx;
+    std::lock_guard<std::mutex> lock(dev->mu);
+    s = add_stream_state(dev, q, ctx);
     s->priority = priority;
     s->is_default = is_default;
-    std::lock_guard<std::mutex> lock(dev->mu);
-    dev->streams.push_back(s);
   } catch (...) {
-    delete s;
     clReleaseCommandQueue(q);
     throw;
   }
   *out = s;
   return ACCEL_SUCCESS;
-}
-
-// Submits one operation; s->mu held and s not blocked. Records whose
-// submission releases streams waiting on them are appended to `wake`.
-// May leave the stream blocked (host function, wait on a pending record);
-// *consumed is false when the op must stay at the front of the deferred list.
-accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consumed) {
-  *consumed = true;
-  cl_event ev = nullptr;
-  cl_int err = CL_SUCCESS;
-  switch (op.kind) {
-    case Op::Copy:
-      err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, op.dst, op.src, op.bytes, 0, nullptr, &ev);
-      if (err != CL_SUCCESS) return vendor_fail("clEnqueueSVMMemcpy", err);
-      return stream_commit(s, ev);
-    case Op::Fill:
-      err = clEnqueueSVMMemFill(s->queue, op.dst, &op.pattern, 1, op.bytes, 0, nullptr, &ev);
-      if (err != CL_SUCCESS) return vendor_fail("clEnqueueSVMMemFill", err);
-      return stream_commit(s, ev);
-    case Op::RecordEvent: {
-      accel_status_t st = ACCEL_SUCCESS;
-      err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
-      if (err != CL_SUCCESS) {
-        st = vendor_fail("clEnqueueMarkerWithWaitList", err);
-        ev = nullptr;
-      } else {
-        clRetainEvent(ev);  // one reference for the stream, one for the record
-        st = stream_commit(s, ev);
-      }
-      std::lock_guard<std::mutex> lock(op.rec->mu);
-      op.rec->ev = ev;
-      op.rec->error = err;
-      op.rec->profiling = s->profiling;
-      op.rec->submitted = true;
-      wake.insert(wake.end(), op.rec->waiters.begin(), op.rec->waiters.end());
-      op.rec->waiters.clear();
-      op.rec->cv.notify_all();
-      return st;
-    }
-    case Op::WaitRecord: {
-      cl_event dep = nullptr;
-      {
-        std::lock_guard<std::mutex> lock(op.rec->mu);
-        if (!op.rec->submitted) {
-          // The record is itself held back on another stream: wait for it.
-          stream_ref(s);
-          op.rec->waiters.push_back(s);
-          s->blocked = true;
-          *consumed = false;
-          return ACCEL_SUCCESS;
-        }
-        dep = op.rec->ev;
-        if (dep) clRetainEvent(dep);
-      }
-      if (!dep) return ACCEL_SUCCESS;  // its submission failed; reported there
-      err = clEnqueueBarrierWithWaitList(s->queue, 1, &dep, &ev);
-      clReleaseEvent(dep);
-      if (err != CL_SUCCESS) return vendor_fail("clEnqueueBarrierWithWaitList", err);
-      return stream_commit(s, ev);
-    }
-    case Op::HostFn:
-      return hostfn_submit(s, op);
-    case Op::KernelLaunch:
-      return launch_submit(s, *op.launch);
-  }
-  return fail(ACCEL_ERROR_INTERNAL, "unknown deferred operation %d", static_cast<int>(op.kind));
-}
-
-// Submits deferred operations until the stream blocks again or none is left.
-void drain(Stream* s, std::vector<Stream*>& wake) {
-  while (!s->blocked && !s->deferred.empty()) {
-    bool consumed = true;
-    Op& op = s->deferred.front();
-    accel_status_t st = submit(s, op, wake, &consumed);
-    if (st != ACCEL_SUCCESS) {
-      // A plugin step that could not be queued frees what it carries.
-      if (op.kind == Op::HostFn && op.discard) op.discard(op.user_data);
-      stream_defer_error(s, st, "a deferred operation failed (see the log)");
-    }
-    if (consumed) s->deferred.pop_front();
-  }
-  if (!s->blocked && s->deferred.empty()) s->idle.notify_all();
-}
-
-// Resumes streams released by submitted records (each carries a reference).
-void wake_all(std::vector<Stream*>& wake) {
-  while (!wake.empty()) {
-    Stream* w = wake.back();
-    wake.pop_back();
-    std::vector<Stream*> more;
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      w->blocked = false;
-      drain(w, more);
-    }
-    stream_unref(w);
-    wake.insert(wake.end(), more.begin(), more.end());
-  }
-}
-
-// Waits until nothing is deferred or held back on the stream.
-void wait_ungated(Stream* s) {
-  std::unique_lock<std::mutex> lock(s->mu);
-  s->idle.wait(lock, [&] { return !s->blocked && s->deferred.empty(); });
 }
 
 // The latest command's event of a stream, retained (null if none).
@@ -180,76 +66,6 @@ cl_event retained_last(Stream* s) {
   if (s->last) clRetainEvent(s->last);
   return s->last;
 }
-
-// Reports (and clears) the failure of a deferred submission, if any.
-accel_status_t take_deferred_error(Stream* s) {
-  std::lock_guard<std::mutex> lock(s->mu);
-  accel_status_t st = s->deferred_status;
-  if (st == ACCEL_SUCCESS) return st;
-  std::string msg = s->deferred_message;
-  s->deferred_status = ACCEL_SUCCESS;
-  s->deferred_message.clear();
-  return fail(st, msg);
-}
-
-// How long stream_query of an exported stream waits for its probe marker
-// when everything accel knows of has completed: on an idle queue the marker
-// completes within microseconds; a probe still pending after this means the
-// program's own work is running (or the driver is badly starved) and the
-// answer is NOT_READY.
-constexpr auto kProbeWait = std::chrono::milliseconds(20);
-
-// stream_query once the program has the queue: the latest command accel
-// enqueued says nothing about commands the program enqueued after it, so
-// once that one has completed a marker is enqueued as the stream's latest
-// command (it completes after everything before it, the program's work
-// included) and its status is the answer.
-accel_status_t query_exported(Stream* s) {
-  cl_event ev = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
-    if (s->last && !s->last_complete) {
-      clRetainEvent(s->last);
-      ev = s->last;
-    }
-  }
-  if (ev) {  // accel's own latest command first: no probe while it runs
-    accel_status_t st = event_state(ev, "the stream's latest command");
-    clReleaseEvent(ev);
-    if (st != ACCEL_SUCCESS) return st;
-  }
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (s->blocked || !s->deferred.empty()) return ACCEL_ERROR_NOT_READY;
-    cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, nullptr, &ev);
-    if (err != CL_SUCCESS) return vendor_fail("clEnqueueMarkerWithWaitList (stream_query)", err);
-    clRetainEvent(ev);  // one for the stream's latest command, one for here
-    if (accel_status_t st = stream_commit(s, ev); st != ACCEL_SUCCESS) {
-      clReleaseEvent(ev);
-      return st;
-    }
-  }
-  accel_status_t st = event_state(ev, "the stream's latest command");
-  const auto until = std::chrono::steady_clock::now() + kProbeWait;
-  auto nap = std::chrono::microseconds(5);
-  while (st == ACCEL_ERROR_NOT_READY && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(500));
-    st = event_state(ev, "the stream's latest command");
-  }
-  if (st == ACCEL_SUCCESS) {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (s->last == ev) s->last_complete = true;
-  }
-  clReleaseEvent(ev);
-  if (st != ACCEL_SUCCESS) return st;
-  return take_deferred_error(s);
-}
-
-}  // namespace
-
-namespace {
 
 void release_retired(const Device::Retired& r) {
   clReleaseEvent(r.marker);
@@ -397,6 +213,15 @@ void retire_queue(Device* dev, cl_command_queue queue) {
 
 }  // namespace
 
+Stream* add_stream_state(Device* dev, cl_command_queue queue, cl_context ctx) {
+  auto s = std::make_unique<Stream>();
+  s->dev = dev;
+  s->queue = queue;
+  s->context = ctx;
+  dev->streams.push_back(s.get());
+  return s.release();
+}
+
 void stream_ref(Stream* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
 
 void stream_unref(Stream* s) {
@@ -454,7 +279,7 @@ accel_status_t stream_commit(Stream* s, cl_event ev) {
 }
 
 accel_status_t stream_finish(Stream* s) {
-  wait_ungated(s);
+  stream_wait_ungated(s);
   cl_int err = clFinish(s->queue);
   if (err != CL_SUCCESS) return vendor_fail("clFinish", err);
   cl_event ev = retained_last(s);
@@ -464,42 +289,7 @@ accel_status_t stream_finish(Stream* s) {
     clReleaseEvent(ev);
   }
   if (st != ACCEL_SUCCESS) return st;
-  return take_deferred_error(s);
-}
-
-void stream_defer_error(Stream* s, accel_status_t st, const std::string& message) {
-  accel::plugin::log(ACCEL_LOG_ERROR, "%s: %s", s->dev->label().c_str(), message.c_str());
-  if (s->deferred_status == ACCEL_SUCCESS) {
-    s->deferred_status = st;
-    s->deferred_message = message;
-  }
-}
-
-accel_status_t stream_enqueue(Stream* s, Op&& op) {
-  std::vector<Stream*> wake;
-  accel_status_t st = ACCEL_SUCCESS;
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (s->blocked) {
-      s->deferred.push_back(std::move(op));
-      return ACCEL_SUCCESS;
-    }
-    bool consumed = true;
-    st = submit(s, op, wake, &consumed);
-    if (!consumed) s->deferred.push_front(std::move(op));
-  }
-  wake_all(wake);
-  return st;
-}
-
-void stream_resume(Stream* s) {
-  std::vector<Stream*> wake;
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->blocked = false;
-    drain(s, wake);
-  }
-  wake_all(wake);
+  return stream_take_deferred_error(s);
 }
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
@@ -582,7 +372,7 @@ accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
 accel_status_t op_stream_query(accel_plugin_stream_t stream) {
   return guarded("stream_query", [&]() -> accel_status_t {
     Stream* s = as_stream(stream);
-    if (s->exported.load(std::memory_order_acquire)) return query_exported(s);
+    if (s->exported.load(std::memory_order_acquire)) return stream_query_exported(s);
     cl_event ev = nullptr;
     {
       std::lock_guard<std::mutex> lock(s->mu);
@@ -603,7 +393,7 @@ accel_status_t op_stream_query(accel_plugin_stream_t stream) {
       clReleaseEvent(ev);
     }
     if (st != ACCEL_SUCCESS) return st;
-    return take_deferred_error(s);
+    return stream_take_deferred_error(s);
   });
 }
 
@@ -663,145 +453,6 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
       return st;
     }
     return stream_enqueue(s, std::move(op));
-  });
-}
-
-}  // namespace accel::opencl
-
-// ---------------------------------------------------------------------------
-// Native handles (ABI 1.1): the stream's cl_command_queue, and streams made
-// from a queue the program created (or got from accel).
-// ---------------------------------------------------------------------------
-
-namespace accel::opencl {
-namespace {
-
-template <class T>
-cl_int queue_info(cl_command_queue q, cl_command_queue_info what, T* out) {
-  return clGetCommandQueueInfo(q, what, sizeof *out, out, nullptr);
-}
-
-accel_status_t refuse_queue(cl_command_queue q, const char* call, cl_int err) {
-  return fail(
-      ACCEL_ERROR_INVALID_ARGUMENT,
-      "stream_from_native: %p is not a command queue OpenCL accepts: %s", q,
-      accel::plugin::vendor_failure_message(call, cl_error_name(err), err, cl_error_text(err))
-          .c_str());
-}
-
-// "device 1 'pthread-...'" for an accel device, else the device's own name.
-std::string describe_device(cl_device_id id) {
-  std::vector<Device*>* devs = nullptr;
-  if (enumerate(devs) == ACCEL_SUCCESS)
-    for (Device* d : *devs)
-      if (d->id == id) return "OpenCL " + d->label();
-  char name[256] = {};
-  clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
-  return format("OpenCL device '%s', which accel does not list", name);
-}
-
-}  // namespace
-
-accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_native_handle_t* out) {
-  return guarded("stream_native_handle", [&]() -> accel_status_t {
-    Stream* s = as_stream(stream);
-    // From now on the program may enqueue on the queue itself.
-    s->exported.store(true, std::memory_order_release);
-    out->type = ACCEL_NATIVE_OPENCL;
-    out->handle = s->queue;
-    out->context = s->context;
-    out->ordinal = -1;
-    return ACCEL_SUCCESS;
-  });
-}
-
-accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
-                                     uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
-    cl_context ctx = nullptr;
-    if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
-    auto q = static_cast<cl_command_queue>(native->handle);
-    // What OpenCL lets us check: the queue's device, context and properties.
-    cl_device_id qdev = nullptr;
-    if (cl_int err = queue_info(q, CL_QUEUE_DEVICE, &qdev); err != CL_SUCCESS)
-      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_DEVICE)", err);
-    if (qdev != dev->id)
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                  "stream_from_native: the cl_command_queue belongs to %s (CL_QUEUE_DEVICE), "
-                  "not to OpenCL %s",
-                  describe_device(qdev).c_str(), dev->label().c_str());
-    cl_context qctx = nullptr;
-    if (cl_int err = queue_info(q, CL_QUEUE_CONTEXT, &qctx); err != CL_SUCCESS)
-      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)", err);
-    if (qctx != ctx)
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                  "stream_from_native: the cl_command_queue's context %p (CL_QUEUE_CONTEXT) is "
-                  "not accel's context %p of OpenCL %s: accel's memory (SVM pointers) and events "
-                  "are valid only there; create the queue in the context "
-                  "accel_device_native_handle gives",
-                  static_cast<void*>(qctx), static_cast<void*>(ctx), dev->label().c_str());
-    cl_command_queue_properties props = 0;
-    if (cl_int err = queue_info(q, CL_QUEUE_PROPERTIES, &props); err != CL_SUCCESS)
-      return refuse_queue(q, "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)", err);
-    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "stream_from_native: the cl_command_queue is out of order "
-                  "(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE); an accel stream runs its work in "
-                  "order: create the queue without that property");
-    if (props & CL_QUEUE_ON_DEVICE)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "stream_from_native: the cl_command_queue is a device-side queue "
-                  "(CL_QUEUE_ON_DEVICE); the host cannot enqueue on it");
-    const bool own = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0;
-
-    // A queue accel already runs a stream on (its own, or one wrapped
-    // before): share that stream's state, so both keep one order.
-    std::lock_guard<std::mutex> lock(dev->mu);
-    for (Stream* t : dev->streams) {
-      if (t->queue != q) continue;
-      int r = t->refs.load();
-      while (r > 0 && !t->refs.compare_exchange_weak(r, r + 1)) {
-      }
-      if (r == 0) continue;  // its last reference is being dropped right now
-      Stream* w = nullptr;
-      try {
-        w = new Stream();
-      } catch (...) {
-        t->refs.fetch_sub(1);  // cannot reach 0: the stream is live
-        throw;
-      }
-      w->dev = dev;
-      w->target = t;
-      w->release_queue = own;
-      t->exported.store(true, std::memory_order_release);
-      *stream = w;
-      return ACCEL_SUCCESS;
-    }
-    // A queue of the program's: a stream state of its own. It holds one
-    // reference of the queue: the program's given with ownership, else one
-    // of its own (the program's stays the program's).
-    if (!own) {
-      if (cl_int err = clRetainCommandQueue(q); err != CL_SUCCESS)
-        return vendor_fail("clRetainCommandQueue", err);
-    }
-    Stream* s = nullptr;
-    try {
-      s = new Stream();
-      s->dev = dev;
-      s->queue = q;
-      s->context = ctx;
-      s->profiling = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
-      s->exported.store(true, std::memory_order_relaxed);
-      dev->streams.push_back(s);
-    } catch (...) {
-      delete s;
-      if (!own) clReleaseCommandQueue(q);
-      throw;
-    }
-    *stream = s;
-    return ACCEL_SUCCESS;
   });
 }
 

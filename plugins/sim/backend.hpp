@@ -270,14 +270,11 @@ accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 // runtime_version (the simulator is its own runtime). No get/set_current_device:
 // the simulator has no native current device.
 ACCEL_BACKEND_DECLARE_OP(init)
-ACCEL_BACKEND_DECLARE_OP(device_count)
-ACCEL_BACKEND_DECLARE_OP(lazy_init)
-ACCEL_BACKEND_DECLARE_OP(get_device_properties)
+ACCEL_BACKEND_DISCOVERY_OPS(ACCEL_BACKEND_DECLARE_OP)
 // No native current device: the core keeps the per-thread index.
-ACCEL_BACKEND_NO_OP(get_current_device)
-ACCEL_BACKEND_NO_OP(set_current_device)
+ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS
 ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
-// ABI 1.1 groups: streams.cpp, events.cpp, devices.cpp, memory.cpp.
+// ABI 1.1 groups: interop.cpp, events.cpp, devices.cpp, memory.cpp.
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // ABI 1.2 modules and kernels: modules.cpp (formats, load, unload, kernels,
 // attributes, parameters) and launch.cpp (launch_kernel).

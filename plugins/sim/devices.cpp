@@ -153,11 +153,7 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
     if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
     if (out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
-    out->type = ACCEL_NATIVE_SIM;
-    out->handle = dev;
-    out->context = nullptr;
-    out->ordinal = device;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_SIM, dev, nullptr, device);
   });
 }
 

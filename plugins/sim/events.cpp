@@ -139,11 +139,8 @@ accel_status_t op_event_native_handle(accel_plugin_event_t event, accel_native_h
   return guarded("event_native_handle", [&] {
     if (event == nullptr || out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_native_handle: NULL argument");
-    out->type = ACCEL_NATIVE_SIM;
-    out->handle = event;
-    out->context = nullptr;
-    out->ordinal = as_event(event)->state->device;
-    return ACCEL_SUCCESS;
+    return accel::backend::set_native_handle(out, ACCEL_NATIVE_SIM, event, nullptr,
+                                             as_event(event)->state->device);
   });
 }
 

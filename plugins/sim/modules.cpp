@@ -204,6 +204,59 @@ accel_status_t open_fd(int fd, void*& handle, std::string& dl_error) {
   return ACCEL_SUCCESS;
 }
 
+// What is wrong with parameter j of kernel `kernel`, "" when sim can pass
+// it.
+std::string param_problem(const accel_sim_kernel_param_t& prm, uint32_t j, const char* kernel) {
+  using accel::plugin::format;
+  switch (prm.kind) {
+    case ACCEL_KERNEL_ARG_VALUE:
+      if (prm.size == 0 || prm.size > kMaxValueBytes)
+        return format("parameter %u of kernel '%s' is a value of %u bytes (1 to %u)", j, kernel,
+                      prm.size, kMaxValueBytes);
+      return {};
+    case ACCEL_KERNEL_ARG_DEVICE_POINTER:
+    case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
+      if (prm.size != 0)
+        return format(
+            "parameter %u of kernel '%s' is a %s with size %u; only value parameters have a size",
+            j, kernel,
+            prm.kind == ACCEL_KERNEL_ARG_DEVICE_POINTER ? "device pointer"
+                                                        : "local memory parameter",
+            prm.size);
+      return {};
+    default:
+      return format(
+          "parameter %u of kernel '%s' has kind %u, not an accel_kernel_arg_kind_t (0 value, 1 "
+          "device pointer, 2 local memory)",
+          j, kernel, prm.kind);
+  }
+}
+
+// What is wrong with kernel i of the table (its name unique among `names`,
+// which it joins), "" when sim can run it.
+std::string kernel_problem(const accel_sim_kernel_t& k, uint32_t i,
+                           std::set<std::string_view>& names) {
+  using accel::plugin::format;
+  if (k.name == nullptr || k.name[0] == '\0')
+    return format("kernel %u of %s has no name", i, ACCEL_SIM_KERNEL_TABLE_NAME);
+  const size_t len = strnlen(k.name, kMaxNameLength + 1);
+  if (len > kMaxNameLength)
+    return format("kernel %u of %s has a name longer than %zu bytes", i,
+                  ACCEL_SIM_KERNEL_TABLE_NAME, kMaxNameLength);
+  if (!names.insert(std::string_view(k.name, len)).second)
+    return format("%s lists two kernels named '%s'", ACCEL_SIM_KERNEL_TABLE_NAME, k.name);
+  if (k.fn == nullptr) return format("kernel '%s' has no function (fn is NULL)", k.name);
+  if (k.num_params > kMaxParams)
+    return format("kernel '%s' declares %u parameters; sim takes at most %u", k.name,
+                  k.num_params, kMaxParams);
+  if (k.num_params > 0 && k.params == nullptr)
+    return format("kernel '%s' declares %u parameters but its params pointer is NULL", k.name,
+                  k.num_params);
+  for (uint32_t j = 0; j < k.num_params; ++j)
+    if (std::string why = param_problem(k.params[j], j, k.name); !why.empty()) return why;
+  return {};
+}
+
 // Copies and checks the exported table; a table sim cannot trust is
 // BUILD_FAILED, the reason in the log.
 accel_status_t read_table(const accel_sim_kernel_table_t& table, accel_plugin_build_log_fn log,
@@ -222,68 +275,16 @@ accel_status_t read_table(const accel_sim_kernel_table_t& table, accel_plugin_bu
   out.reserve(table.count);
   for (uint32_t i = 0; i < table.count; ++i) {
     const accel_sim_kernel_t& k = table.kernels[i];
-    if (k.name == nullptr || k.name[0] == '\0')
-      return build_failed(log, ctx,
-                          format("kernel %u of %s has no name", i, ACCEL_SIM_KERNEL_TABLE_NAME));
-    const size_t len = strnlen(k.name, kMaxNameLength + 1);
-    if (len > kMaxNameLength)
-      return build_failed(log, ctx,
-                          format("kernel %u of %s has a name longer than %zu bytes", i,
-                                 ACCEL_SIM_KERNEL_TABLE_NAME, kMaxNameLength));
-    const std::string_view name(k.name, len);
-    if (!names.insert(name).second)
-      return build_failed(
-          log, ctx, format("%s lists two kernels named '%s'", ACCEL_SIM_KERNEL_TABLE_NAME, k.name));
-    if (k.fn == nullptr)
-      return build_failed(log, ctx, format("kernel '%s' has no function (fn is NULL)", k.name));
-    if (k.num_params > kMaxParams)
-      return build_failed(log, ctx,
-                          format("kernel '%s' declares %u parameters; sim takes at "
-                                 "most %u",
-                                 k.name, k.num_params, kMaxParams));
-    if (k.num_params > 0 && k.params == nullptr)
-      return build_failed(log, ctx,
-                          format("kernel '%s' declares %u parameters but its params "
-                                 "pointer is NULL",
-                                 k.name, k.num_params));
+    if (std::string why = kernel_problem(k, i, names); !why.empty())
+      return build_failed(log, ctx, why);
     KernelInfo info;
-    info.name.assign(name);
+    info.name.assign(k.name);
     info.fn = k.fn;
     info.max_threads_per_block = k.max_threads_per_block == 0 ? kMaxThreadsPerBlock
                                  : k.max_threads_per_block < kMaxThreadsPerBlock
                                      ? k.max_threads_per_block
                                      : kMaxThreadsPerBlock;
-    for (uint32_t j = 0; j < k.num_params; ++j) {
-      const accel_sim_kernel_param_t& prm = k.params[j];
-      switch (prm.kind) {
-        case ACCEL_KERNEL_ARG_VALUE:
-          if (prm.size == 0 || prm.size > kMaxValueBytes)
-            return build_failed(log, ctx,
-                                format("parameter %u of kernel '%s' is a value of %u "
-                                       "bytes (1 to %u)",
-                                       j, k.name, prm.size, kMaxValueBytes));
-          break;
-        case ACCEL_KERNEL_ARG_DEVICE_POINTER:
-        case ACCEL_KERNEL_ARG_LOCAL_MEMORY:
-          if (prm.size != 0)
-            return build_failed(
-                log, ctx,
-                format("parameter %u of kernel '%s' is a %s with "
-                       "size %u; only value parameters have a size",
-                       j, k.name,
-                       prm.kind == ACCEL_KERNEL_ARG_DEVICE_POINTER ? "device pointer"
-                                                                   : "local memory parameter",
-                       prm.size));
-          break;
-        default:
-          return build_failed(log, ctx,
-                              format("parameter %u of kernel '%s' has kind %u, not an "
-                                     "accel_kernel_arg_kind_t (0 value, 1 device "
-                                     "pointer, 2 local memory)",
-                                     j, k.name, prm.kind));
-      }
-      info.params.push_back(prm);
-    }
+    info.params.assign(k.params, k.params + k.num_params);
     out.push_back(std::move(info));
   }
   return ACCEL_SUCCESS;

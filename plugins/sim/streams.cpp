@@ -1,5 +1,6 @@
 // streams.cpp - streams, the default stream, priorities, and stream
 // query/synchronize/wait. Each stream is a worker thread (engine.cpp).
+// Native handles of streams are in interop.cpp.
 #include "backend.hpp"
 
 #include <algorithm>
@@ -173,72 +174,6 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
       std::unique_lock<std::mutex> lock(ev->mu);
       ev->cv.wait(lock, [&] { return rec->done; });
     });
-  });
-}
-
-}  // namespace accel::sim
-
-// ---------------------------------------------------------------------------
-// Native handles (ABI 1.1): a sim queue is the Stream object that runs the
-// work, so its address is the "native" handle a program can hand back to
-// stream_from_native. Nothing outside the simulator can enqueue on it.
-// ---------------------------------------------------------------------------
-
-namespace accel::sim {
-
-accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_native_handle_t* out) {
-  return guarded("stream_native_handle", [&] {
-    if (stream == nullptr || out == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_native_handle: NULL argument");
-    Stream* s = as_stream(stream);
-    out->type = ACCEL_NATIVE_SIM;
-    out->handle = s->queue();
-    out->context = nullptr;
-    out->ordinal = s->device();
-    return ACCEL_SUCCESS;
-  });
-}
-
-accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
-                                     uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&] {
-    if (native == nullptr || stream == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: NULL argument");
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
-    const auto* key = static_cast<const Stream*>(native->handle);
-    // Find the queue among the live streams of every device, never
-    // dereferencing a handle that is not one of them.
-    std::shared_ptr<Stream> target;
-    int32_t owner = -1;
-    for (auto& d : state().devices) {
-      std::lock_guard<std::mutex> lock(d->streams_mu);
-      auto it = d->streams.find(key);
-      if (it != d->streams.end()) {
-        target = it->second;
-        owner = d->index;
-        break;
-      }
-    }
-    if (!target)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                  "stream_from_native: %p is not a live sim queue (take one from "
-                  "accel_stream_native_handle)",
-                  native->handle);
-    if (owner != device)
-      return fail(ACCEL_ERROR_DEVICE_MISMATCH,
-                  "stream_from_native: the queue belongs to sim device %d, not to sim device %d",
-                  static_cast<int>(owner), static_cast<int>(device));
-    // native->handle is always a queue (stream_native_handle gives the
-    // queue of a wrapper), so `target` runs its own work.
-    auto wrapper =
-        std::make_shared<Stream>(std::move(target), (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0);
-    {
-      std::lock_guard<std::mutex> lock(dev->streams_mu);
-      dev->streams.emplace(wrapper.get(), wrapper);
-    }
-    *stream = wrapper.get();
-    return ACCEL_SUCCESS;
   });
 }
 
