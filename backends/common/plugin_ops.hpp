@@ -128,6 +128,16 @@ inline accel_status_t set_native_handle(accel_native_handle_t* out, accel_native
   return ACCEL_SUCCESS;
 }
 
+// A peer operation's two devices through the backend's own device_at (its
+// Device and its index checks): ACCEL_SUCCESS, or the first failure's status
+// (device_at has set the error).
+template <typename Device>
+accel_status_t device_pair(accel_status_t (*device_at)(int32_t, Device*&) noexcept, int32_t device,
+                           int32_t peer, Device*& a, Device*& b) noexcept {
+  if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+  return device_at(peer, b);
+}
+
 }  // namespace accel::backend
 
 // `.member = op_<member>,` inside the vtable's initializer.
@@ -144,3 +154,21 @@ inline accel_status_t set_native_handle(accel_native_handle_t* out, accel_native
             ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_VTABLE_OP)                                   \
                 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_VTABLE_OP)                                \
   }
+
+// A vendor backend's plugin.cpp, at global scope: the table `g_api` of
+// namespace `ns` (not const: declare_discovery_fork_safe() adds
+// ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE when counting started no vendor
+// runtime; the backend's counting calls it under the core's discovery lock,
+// before the core reads the capabilities again) and the plugin's one
+// exported symbol.
+#define ACCEL_BACKEND_PLUGIN(ns, backend_name, backend_priority, backend_capabilities)       \
+  namespace ns {                                                                          \
+  namespace {                                                                             \
+  accel_plugin_api_t g_api =                                                              \
+      ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities);         \
+  }                                                                                       \
+  void declare_discovery_fork_safe() noexcept {                                           \
+    g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;                           \
+  }                                                                                       \
+  }                                                                                       \
+  ACCEL_PLUGIN_DEFINE_ENTRY(ns::g_api)

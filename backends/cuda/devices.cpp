@@ -245,8 +245,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
   return guarded("device_can_access_peer", [&] {
     Device *a = nullptr, *b = nullptr;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
+      return st;
     int yes = 0;
     ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
     *can_access = yes != 0 ? 1 : 0;
@@ -260,8 +260,8 @@ accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* 
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
   return guarded("device_enable_peer_access", [&] {
     Device *a = nullptr, *b = nullptr;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
+      return st;
     int yes = 0;
     ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
     if (yes == 0)

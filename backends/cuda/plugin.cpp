@@ -11,25 +11,7 @@
 // filled groups (plugin-abi rule 19).
 #include "backend.hpp"
 
-namespace accel::cuda {
-
-namespace {
-
-// Not const: op_device_count may add ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE.
-accel_plugin_api_t g_api =
-    ACCEL_BACKEND_VTABLE("cuda", 400,
-                         ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
-                             ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
-                             ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);
-
-}  // namespace
-
-// Called under the core's discovery lock, before the core reads the
-// capabilities again.
-void declare_discovery_fork_safe() noexcept {
-  g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;
-}
-
-}  // namespace accel::cuda
-
-ACCEL_PLUGIN_DEFINE_ENTRY(accel::cuda::g_api);
+ACCEL_BACKEND_PLUGIN(accel::cuda, "cuda", 400,
+                     ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
+                         ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
+                         ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);

@@ -12,25 +12,7 @@
 // HIP's own (hipSetDevice/hipGetDevice), so code mixing HIP and accel agrees.
 #include "backend.hpp"
 
-namespace accel::hip {
-
-namespace {
-
-// Not const: device_count may add ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE.
-accel_plugin_api_t g_api =
-    ACCEL_BACKEND_VTABLE("hip", 300,
-                         ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
-                             ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
-                             ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);
-
-}  // namespace
-
-// Called from device_count, under the core's discovery lock, before the core
-// reads the capabilities.
-void declare_discovery_fork_safe() noexcept {
-  g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;
-}
-
-}  // namespace accel::hip
-
-ACCEL_PLUGIN_DEFINE_ENTRY(accel::hip::g_api);
+ACCEL_BACKEND_PLUGIN(accel::hip, "hip", 300,
+                     ACCEL_PLUGIN_CAP_NATIVE_CURRENT_DEVICE | ACCEL_PLUGIN_CAP_TIMING_EVENTS |
+                         ACCEL_PLUGIN_CAP_HOST_FUNCTIONS | ACCEL_PLUGIN_CAP_STREAM_PRIORITIES |
+                         ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);

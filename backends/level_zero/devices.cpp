@@ -133,8 +133,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
   return guarded("device_can_access_peer", [&]() -> accel_status_t {
     Device *a, *b;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
+      return st;
     if (can_access == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_can_access_peer: can_access is NULL");
     bool yes = false;
@@ -149,8 +149,8 @@ accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* 
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
   return guarded("device_enable_peer_access", [&]() -> accel_status_t {
     Device *a, *b;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
+      return st;
     bool yes = false;
     if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
     if (yes) return ACCEL_SUCCESS;

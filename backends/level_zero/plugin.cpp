@@ -12,23 +12,6 @@
 // Not fork-safe; no native current device (Level Zero has none).
 #include "backend.hpp"
 
-namespace accel::level_zero {
-namespace {
-
-// Not const: declare_discovery_fork_safe() adds a capability after counting.
-accel_plugin_api_t g_api = ACCEL_BACKEND_VTABLE(
-    "level_zero", 200,
-    ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
-        ACCEL_PLUGIN_CAP_STREAM_PRIORITIES | ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);
-
-}  // namespace
-
-// Called under the core's discovery lock, before the core reads the
-// capabilities again.
-void declare_discovery_fork_safe() noexcept {
-  g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;
-}
-
-}  // namespace accel::level_zero
-
-ACCEL_PLUGIN_DEFINE_ENTRY(accel::level_zero::g_api);
+ACCEL_BACKEND_PLUGIN(accel::level_zero, "level_zero", 200,
+                     ACCEL_PLUGIN_CAP_TIMING_EVENTS | ACCEL_PLUGIN_CAP_HOST_FUNCTIONS |
+                         ACCEL_PLUGIN_CAP_STREAM_PRIORITIES | ACCEL_PLUGIN_CAP_CROSS_DEVICE_WAIT);

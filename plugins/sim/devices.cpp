@@ -161,8 +161,8 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
   return guarded("device_can_access_peer", [&] {
     Device *a, *b;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
+      return st;
     *can_access = device != peer ? 1 : 0;
     return ACCEL_SUCCESS;
   });
