@@ -117,6 +117,22 @@ accel_status_t load_library() noexcept;
 // The file that was loaded (the override's path or the soname).
 const char* loader_path() noexcept;
 
+// ---- the backend's own threads at process exit (library.cpp) ---------------
+//
+// The loader and its drivers tear their state down among the process's exit
+// handlers; a host-function worker or a destroyed stream's reaper calling
+// Level Zero then would run on freed dispatch tables. arm_exit_gate(), called
+// once the drivers are loaded (so its handler runs before theirs), makes the
+// process's exit close the gate and wait (at most kExitWaitMs) for the calls
+// inside it. A thread calls Level Zero only between vendor_enter() (false
+// once the gate is closed: the thread must call park_forever()) and
+// vendor_leave().
+constexpr int kExitWaitMs = 500;
+void arm_exit_gate() noexcept;
+bool vendor_enter() noexcept;
+void vendor_leave() noexcept;
+[[noreturn]] void park_forever() noexcept;
+
 // ---- failures (errors.cpp) ---------------------------------------------------
 
 // "ZE_RESULT_ERROR_DEVICE_LOST"; "ZE_RESULT_UNKNOWN" outside the table.

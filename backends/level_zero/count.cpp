@@ -33,6 +33,7 @@ ze_result_t init_and_get_drivers(std::vector<ze_driver_handle_t>* drivers, std::
     InitDriverTypeDesc desc{kStypeInitDriverTypeDesc, nullptr, kInitDriverTypeGpu};
     ze_result_t r = ze.zeInitDrivers(&n, nullptr, &desc);
     if (r != ZE_RESULT_SUCCESS) return r;
+    arm_exit_gate();  // the drivers are loaded: its exit handler runs before theirs
     drivers->resize(n);
     if (n == 0) return ZE_RESULT_SUCCESS;
     r = ze.zeInitDrivers(&n, drivers->data(), &desc);
@@ -42,6 +43,7 @@ ze_result_t init_and_get_drivers(std::vector<ze_driver_handle_t>* drivers, std::
   *call = "zeInit(ZE_INIT_FLAG_GPU_ONLY)";
   ze_result_t r = ze.zeInit(ZE_INIT_FLAG_GPU_ONLY);
   if (r != ZE_RESULT_SUCCESS) return r;
+  arm_exit_gate();  // the drivers are loaded: its exit handler runs before theirs
   *call = "zeDriverGet";
   r = ze.zeDriverGet(&n, nullptr);
   if (r != ZE_RESULT_SUCCESS) return r;

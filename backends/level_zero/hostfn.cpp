@@ -18,7 +18,9 @@ void worker_loop(Stream* s) {
       job = std::move(s->jobs.front());
       s->jobs.pop_front();
     }
+    if (!vendor_enter()) park_forever();  // the process is exiting
     ze_result_t r = ze.zeEventHostSynchronize(job.ready->ev, UINT64_MAX);
+    vendor_leave();
     if (r != ZE_RESULT_SUCCESS)
       accel::plugin::log(
           ACCEL_LOG_ERROR, "host function on %s: %s; running it anyway", s->dev->label(),
@@ -29,7 +31,9 @@ void worker_loop(Stream* s) {
       accel::plugin::log(ACCEL_LOG_ERROR, "host function on %s threw an exception (ignored)",
                          s->dev->label());
     }
+    if (!vendor_enter()) park_forever();
     r = ze.zeEventHostSignal(job.go->ev);
+    vendor_leave();
     if (r != ZE_RESULT_SUCCESS)
       accel::plugin::log(ACCEL_LOG_ERROR, "host function on %s: %s: the stream stays blocked",
                          s->dev->label(),

@@ -4,7 +4,13 @@
 #include "backend.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 
 namespace accel::level_zero {
 
@@ -35,6 +41,27 @@ const accel::plugin::Symbol kSymbols[] = {
 };
 #undef ACCEL_ZE_SYMBOL
 #undef ACCEL_ZE_OPTIONAL_SYMBOL
+
+// The exit gate (backend.hpp). Never destroyed: parked threads and late
+// callers still read it.
+struct ExitGate {
+  std::atomic<int> inside{0};
+  std::atomic<bool> closed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+};
+ExitGate& gate() {
+  static ExitGate* g = new ExitGate();
+  return *g;
+}
+
+void close_gate_at_exit() {
+  ExitGate& g = gate();
+  g.closed.store(true, std::memory_order_seq_cst);
+  std::unique_lock lock(g.mu);
+  g.cv.wait_for(lock, std::chrono::milliseconds(kExitWaitMs),
+                [&] { return g.inside.load(std::memory_order_seq_cst) == 0; });
+}
 
 }  // namespace
 
@@ -89,6 +116,32 @@ accel_status_t op_runtime_version(char* buf, size_t size) {
     std::snprintf(buf, size, "%s", text.c_str());
     return ACCEL_SUCCESS;
   });
+}
+
+void arm_exit_gate() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(close_gate_at_exit); });
+}
+
+bool vendor_enter() noexcept {
+  ExitGate& g = gate();
+  g.inside.fetch_add(1, std::memory_order_seq_cst);
+  if (!g.closed.load(std::memory_order_seq_cst)) return true;
+  vendor_leave();
+  return false;
+}
+
+void vendor_leave() noexcept {
+  ExitGate& g = gate();
+  if (g.inside.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      g.closed.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(g.mu);
+    g.cv.notify_all();
+  }
+}
+
+void park_forever() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace accel::level_zero

@@ -227,11 +227,13 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
     // the stream and, with the last stream using it, the list (Level Zero
     // forbids destroying a list the device still uses).
     std::thread([s, last] {
+      if (!vendor_enter()) park_forever();  // the process is exiting
       if (ze_result_t r = ze.zeEventHostSynchronize(last->ev, UINT64_MAX); r != ZE_RESULT_SUCCESS)
         accel::plugin::log(
             ACCEL_LOG_WARN, "destroyed stream of %s: %s", s->dev->label(),
             vendor_failure("zeEventHostSynchronize", r, s->dev->driver->handle).c_str());
       free_stream(s);
+      vendor_leave();
     }).detach();
     return ACCEL_SUCCESS;
   });
