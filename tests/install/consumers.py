@@ -123,8 +123,15 @@ class Stage:
             real = shutil.which(build_compiler or name)
             if real is None:
                 continue
+            flags = f"-fsanitize={self.args.sanitize}"
+            if name in ("cc", "gcc") and "clang" in Path(real).name:
+                # libaccelcore is C++: a C program linked by clang needs
+                # clang's C++ sanitizer runtime (UBSan's vptr and function
+                # checks) and, for it, libstdc++ (GCC's shared runtimes
+                # carry both).
+                flags += " -fsanitize-link-c++-runtime -lstdc++"
             w = wdir / name
-            w.write_text(f'#!/bin/sh\nexec "{real}" "$@" -fsanitize={self.args.sanitize}\n')
+            w.write_text(f'#!/bin/sh\nexec "{real}" "$@" {flags}\n')
             w.chmod(0o755)
         log(f"note: sanitizer build ({self.args.sanitize}): consumers are built by "
             f"{self.args.cc} / {self.args.cxx} with -fsanitize={self.args.sanitize} through "
