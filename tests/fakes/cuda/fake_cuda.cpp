@@ -124,6 +124,8 @@ struct CUstream_st {
   uint64_t completed = 0;
   bool closing = false;
   bool destroyed = false;
+  bool exited = false;  // the worker has left its loop (set under m)
+  std::thread thread;   // the worker; joined once it exited (see Graveyard)
 };
 
 struct CUevent_st {
@@ -317,7 +319,10 @@ void worker(CUstream_st* s) {
   std::unique_lock lock(s->m);
   while (true) {
     s->cv.wait(lock, [&] { return !s->queue.empty() || s->closing; });
-    if (s->queue.empty()) break;  // closing and drained
+    if (s->queue.empty()) {  // closing and drained
+      s->exited = true;
+      break;
+    }
     auto item = std::move(s->queue.front());
     s->queue.pop_front();
     lock.unlock();
@@ -329,11 +334,47 @@ void worker(CUstream_st* s) {
   }
 }
 
+// Workers of destroyed streams, joined once they exited: at the next stream
+// creation, and at exit (a static destroyed among the exit handlers, before
+// LeakSanitizer's check, which faults when a thread ends while it stops the
+// world). At exit a worker still draining gets kExitWaitMs to finish.
+struct Graveyard {
+  static constexpr int kExitWaitMs = 500;
+  std::mutex m;
+  std::vector<CUstream_st*> streams;
+  // Joins the exited ones; with `wait`, first lets the others finish.
+  void reap(bool wait) {
+    std::lock_guard lock(m);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kExitWaitMs);
+    std::vector<CUstream_st*> kept;
+    for (CUstream_st* s : streams) {
+      bool exited = false;
+      for (;;) {
+        {
+          std::lock_guard sl(s->m);
+          exited = s->exited;
+        }
+        if (exited || !wait || std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (exited && s->thread.joinable()) {
+        s->thread.join();
+      } else if (!exited) {
+        kept.push_back(s);
+      }
+    }
+    streams.swap(kept);
+  }
+  ~Graveyard() { reap(true); }
+};
+Graveyard g_graveyard;
+
 CUstream_st* new_stream(CUctx_st* ctx, int priority) {
+  g_graveyard.reap(false);
   auto* s = new CUstream_st();
   s->ctx = ctx;
   s->priority = priority;
-  std::thread(worker, s).detach();
+  s->thread = std::thread(worker, s);
   {
     std::lock_guard lock(ctx->m);
     ctx->streams.push_back(s);
@@ -745,10 +786,15 @@ CUresult cuStreamDestroy(CUstream hStream) {
   model().live_streams.fetch_sub(1);
   // Queued work still completes; the worker then exits. The object stays
   // (in its context's list) so cuCtxSynchronize can still wait on it.
-  std::lock_guard lock(hStream->m);
-  hStream->destroyed = true;
-  hStream->closing = true;
-  hStream->cv.notify_all();
+  {
+    std::lock_guard lock(hStream->m);
+    hStream->destroyed = true;
+    hStream->closing = true;
+    hStream->cv.notify_all();
+  }
+  // Lock order: the graveyard, then a stream (Graveyard::reap).
+  std::lock_guard gl(g_graveyard.m);
+  g_graveyard.streams.push_back(hStream);
   return CUDA_SUCCESS;
 }
 
