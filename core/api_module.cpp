@@ -457,7 +457,9 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
     InFlight in_flight(*k);
     if (auto st = check_kernel(fn, kernel, k); st != ACCEL_SUCCESS) [[unlikely]]
       return st;
-    if (config == nullptr || config->struct_size < sizeof(accel_launch_config_t)) [[unlikely]] {
+    // A config from before arg_types was appended ends at it: no types.
+    if (config == nullptr || config->struct_size < offsetof(accel_launch_config_t, arg_types))
+        [[unlikely]] {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: config is NULL or its struct_size is too small (set it to "
                    "sizeof(accel_launch_config_t))",

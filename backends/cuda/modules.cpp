@@ -264,7 +264,7 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
         p.kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE);
         if (size == sizeof(CUdeviceptr))
           p.kinds |= ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_DEVICE_POINTER);
-        p.reserved = 0;
+        p.type = 0;
         p.size = size;
       }
     }

@@ -257,7 +257,7 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
       params[i].kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE) |
                         ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_DEVICE_POINTER) |
                         ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_LOCAL_MEMORY);
-      params[i].reserved = 0;
+      params[i].type = 0;
       params[i].size = 0;
     }
     *count = n;

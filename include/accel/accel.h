@@ -277,6 +277,9 @@ ACCEL_API accel_status_t accel_stream_create(int32_t device, int32_t priority,
  * a default stream), ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. */
 ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t stream);
 
+/* Longest stream name accel_stream_set_name takes, in bytes (without the NUL). */
+#define ACCEL_STREAM_NAME_MAX 63
+
 /* ACCEL_SUCCESS if all work queued on the stream has completed,
  * ACCEL_ERROR_NOT_READY if not; else ACCEL_ERROR_INVALID_ARGUMENT,
  * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Never blocks, with one
@@ -1176,6 +1179,11 @@ typedef struct accel_launch_config_s {
   accel_dim3_t block;    /* threads per block, each >= 1, product <= max_threads_per_block */
   size_t shared_bytes;   /* dynamic shared (local) memory per block, bytes */
   accel_stream_t stream; /* NULL: the calling thread's current stream of the kernel's device */
+  /* NULL, or num_args entries saying what each argument's value is
+   * (accel_kernel_arg_type_t; accel.hpp fills it from the C++ types). A
+   * backend that knows a parameter's type refuses an argument of another
+   * type. Appended: a caller's struct_size that ends before it means NULL. */
+  const int32_t* arg_types;
 } accel_launch_config_t;
 
 /* The kinds of kernel arguments. */
@@ -1185,6 +1193,18 @@ typedef enum accel_kernel_arg_kind {
   ACCEL_KERNEL_ARG_LOCAL_MEMORY = 2,   /* `size` bytes of local/shared memory per block */
   ACCEL_KERNEL_ARG_FORCE_INT32 = 0x7fffffff /* fixes the size; not a kind */
 } accel_kernel_arg_kind_t;
+
+/* What a VALUE argument's bytes are, for accel_launch_config_t.arg_types
+ * (int32_t values; the enum fixes the names). Integers of one size match
+ * whatever their signedness, as C's argument conversions allow. */
+typedef enum accel_kernel_arg_type {
+  ACCEL_KERNEL_ARG_TYPE_UNKNOWN = 0, /* not said: only the kind and size are checked */
+  ACCEL_KERNEL_ARG_TYPE_INT = 1,     /* an integer (bool, char, enum, intN_t, uintN_t) */
+  ACCEL_KERNEL_ARG_TYPE_FLOAT = 2,   /* an IEEE float: half (2), float (4), double (8 bytes) */
+  ACCEL_KERNEL_ARG_TYPE_POINTER = 3, /* a DEVICE_POINTER argument */
+  ACCEL_KERNEL_ARG_TYPE_STRUCT = 4,  /* an aggregate or vector type: the size is checked */
+  ACCEL_KERNEL_ARG_TYPE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a type */
+} accel_kernel_arg_type_t;
 
 /* One argument of a launch, in the kernel's parameter order. On cuda and
  * hip a LOCAL_MEMORY argument takes no parameter (CUDA has none): its bytes

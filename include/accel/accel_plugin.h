@@ -50,6 +50,8 @@
  *       CROSS_DEVICE_WAIT.
  *  1.2: the modules group (module_formats .. launch_kernel, capability bit
  *       MODULES); status ACCEL_ERROR_BUILD_FAILED.
+ *  1.3: pointer_get_device, stream_set_name; accel_plugin_kernel_param_t's
+ *       former reserved member is `type` (0 from older plugins: unknown).
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
@@ -64,7 +66,7 @@ extern "C" {
 #endif
 
 #define ACCEL_PLUGIN_ABI_MAJOR 1u
-#define ACCEL_PLUGIN_ABI_MINOR 2u
+#define ACCEL_PLUGIN_ABI_MINOR 3u
 
 /* The entry symbol's name, as an identifier and as a string for dlsym. */
 #define ACCEL_PLUGIN_ENTRY accel_plugin_get_api
@@ -153,12 +155,24 @@ typedef struct accel_plugin_kernel_param_s {
    * ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_*); several bits where the
    * vendor cannot tell them apart (a CUDA pointer and an 8-byte value). */
   uint32_t kinds;
-  uint32_t reserved; /* 0 */
+  /* What the parameter's value is, where the vendor says: the
+   * ACCEL_KERNEL_ARG_TYPE_* of a VALUE parameter in the low byte
+   * (ACCEL_PLUGIN_PARAM_TYPE_MASK; 0, UNKNOWN: not known, only the size is
+   * checked), OR'd with ACCEL_PLUGIN_PARAM_READ_ONLY for a pointer the
+   * kernel only reads through (const, __constant). The core refuses a
+   * typed argument whose type differs (an integer's bits for a float). A
+   * plugin built for ABI 1.2 or older leaves it 0 (the member was
+   * reserved). */
+  uint32_t type;
   /* Bytes a VALUE argument must have; 0: unknown (any size accepted). */
   size_t size;
 } accel_plugin_kernel_param_t;
 
 #define ACCEL_PLUGIN_ARG_KIND_BIT(kind) (1u << (unsigned)(kind))
+/* accel_plugin_kernel_param_t.type: the ACCEL_KERNEL_ARG_TYPE_* byte, and
+ * the read-only bit of a pointer parameter. */
+#define ACCEL_PLUGIN_PARAM_TYPE_MASK 0xffu
+#define ACCEL_PLUGIN_PARAM_READ_ONLY 0x100u
 
 /* kernel_get_params' flags. */
 /* LOCAL_MEMORY arguments take no parameter: the plugin turns them into
@@ -486,6 +500,27 @@ typedef struct accel_plugin_api_s {
                                   accel_dim3_t block, size_t shared_bytes,
                                   const accel_kernel_arg_t* args, size_t num_args,
                                   accel_plugin_stream_t stream);
+
+  /* --- ABI 1.3 (each optional on its own) --- */
+
+  /* Whether the vendor reports `ptr` as memory a kernel of this plugin's
+   * devices may dereference (device, managed or registered host memory:
+   * cuPointerGetAttributes, hipPointerGetAttributes,
+   * zeMemGetAllocProperties, clGetMemAllocInfoINTEL). ACCEL_SUCCESS with
+   * *device_index set (-1: usable on every device, e.g. managed or host
+   * memory mapped for all); ACCEL_ERROR_INVALID_ARGUMENT when the vendor
+   * says it is not such memory; ACCEL_ERROR_NOT_SUPPORTED when the vendor
+   * cannot tell. Asked by the core only for a pointer that lies in no
+   * allocation accel made; the core refuses the launch unless ACCEL_SUCCESS.
+   * NULL: the plugin's kernels take only accel's own allocations. Never
+   * waits; thread-safe. */
+  accel_status_t (*pointer_get_device)(const void* ptr, int32_t* device_index);
+  /* Give `stream` a name for the vendor's tools (NVTX nvtxNameCuStreamA,
+   * roctx); `name` is NUL-terminated, 1..ACCEL_STREAM_NAME_MAX bytes,
+   * printable, and valid only during the call. The core keeps the name
+   * itself (trace, snapshot); NULL or a failure changes nothing the user
+   * sees. Never waits; thread-safe. */
+  accel_status_t (*stream_set_name)(accel_plugin_stream_t stream, const char* name);
 } accel_plugin_api_t;
 
 /* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):

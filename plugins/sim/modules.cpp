@@ -450,7 +450,7 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
     *flags = 0;
     for (size_t i = 0; i < k.params.size() && i < capacity; ++i) {
       params[i].kinds = ACCEL_PLUGIN_ARG_KIND_BIT(k.params[i].kind);
-      params[i].reserved = 0;
+      params[i].type = 0;
       params[i].size = k.params[i].kind == ACCEL_KERNEL_ARG_VALUE ? k.params[i].size : 0;
     }
     return ACCEL_SUCCESS;
