@@ -37,8 +37,8 @@
 
 // For a backend whose vendor API has no current device: the core keeps the
 // per-thread index.
-#define ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS  \
-  ACCEL_BACKEND_NO_OP(get_current_device) \
+#define ACCEL_BACKEND_NO_CURRENT_DEVICE_OPS \
+  ACCEL_BACKEND_NO_OP(get_current_device)   \
   ACCEL_BACKEND_NO_OP(set_current_device)
 
 // Synchronisation, streams, events, memory, and ABI 1.1's runtime_version.
@@ -143,6 +143,16 @@ accel_status_t device_pair(accel_status_t (*device_at)(int32_t, Device*&) noexce
 // `.member = op_<member>,` inside the vtable's initializer.
 #define ACCEL_BACKEND_VTABLE_OP(member) .member = op_##member,
 
+// ABI 1.3 members a backend provides: define ACCEL_BACKEND_POINTER_GET_DEVICE
+// / ACCEL_BACKEND_STREAM_SET_NAME to its op before including this header;
+// left undefined, the member is NULL (not supported).
+#ifndef ACCEL_BACKEND_POINTER_GET_DEVICE
+#define ACCEL_BACKEND_POINTER_GET_DEVICE nullptr
+#endif
+#ifndef ACCEL_BACKEND_STREAM_SET_NAME
+#define ACCEL_BACKEND_STREAM_SET_NAME nullptr
+#endif
+
 // The whole table of a backend named `backend_name` (static storage).
 #define ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities)               \
   accel_plugin_api_t {                                                                           \
@@ -153,6 +163,8 @@ accel_status_t device_pair(accel_status_t (*device_at)(int32_t, Device*&) noexce
         ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_VTABLE_OP)                                        \
             ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_VTABLE_OP)                                   \
                 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_VTABLE_OP)                                \
+                    .pointer_get_device = ACCEL_BACKEND_POINTER_GET_DEVICE,                      \
+    .stream_set_name = ACCEL_BACKEND_STREAM_SET_NAME,                                            \
   }
 
 // A vendor backend's plugin.cpp, at global scope: the table `g_api` of
@@ -161,14 +173,14 @@ accel_status_t device_pair(accel_status_t (*device_at)(int32_t, Device*&) noexce
 // runtime; the backend's counting calls it under the core's discovery lock,
 // before the core reads the capabilities again) and the plugin's one
 // exported symbol.
-#define ACCEL_BACKEND_PLUGIN(ns, backend_name, backend_priority, backend_capabilities)       \
-  namespace ns {                                                                          \
-  namespace {                                                                             \
-  accel_plugin_api_t g_api =                                                              \
-      ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities);         \
-  }                                                                                       \
-  void declare_discovery_fork_safe() noexcept {                                           \
-    g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;                           \
-  }                                                                                       \
-  }                                                                                       \
+#define ACCEL_BACKEND_PLUGIN(ns, backend_name, backend_priority, backend_capabilities) \
+  namespace ns {                                                                       \
+  namespace {                                                                          \
+  accel_plugin_api_t g_api =                                                           \
+      ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities);      \
+  }                                                                                    \
+  void declare_discovery_fork_safe() noexcept {                                        \
+    g_api.capabilities |= ACCEL_PLUGIN_CAP_DISCOVERY_FORK_SAFE;                        \
+  }                                                                                    \
+  }                                                                                    \
   ACCEL_PLUGIN_DEFINE_ENTRY(ns::g_api)

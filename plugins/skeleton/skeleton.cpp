@@ -248,6 +248,9 @@ constexpr accel_plugin_api_t kApi = {
     .kernel_get_attributes = nullptr,
     .kernel_get_params = nullptr,
     .launch_kernel = nullptr,
+    // ABI 1.3: host memory is no kernel's device memory here; no vendor tools.
+    .pointer_get_device = nullptr,
+    .stream_set_name = nullptr,
 };
 
 }  // namespace
