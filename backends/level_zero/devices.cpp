@@ -4,6 +4,7 @@
 #include "backend.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 
 namespace accel::level_zero {
@@ -195,13 +196,16 @@ accel_status_t compute_properties(Device* d, ze_device_compute_properties_t* p) 
   return ACCEL_SUCCESS;
 }
 
-// zeDevice*Properties of the count-then-fill kind, as a status.
+// Calls `each` on every entry of a count-then-fill zeDevice*Properties list;
+// a failed query is the status.
 template <class T>
-accel_status_t list_properties(Device* d, const char* call, ze_structure_type_t stype,
-                               ze_result_t (*query)(ze_device_handle_t, uint32_t*, T*),
-                               std::vector<T>* out) {
-  ze_result_t r = query_property_list(d->handle, query, stype, out);
+accel_status_t for_each_property(Device* d, const char* call, ze_structure_type_t stype,
+                                 ze_result_t (*query)(ze_device_handle_t, uint32_t*, T*),
+                                 const std::function<void(const T&)>& each) {
+  std::vector<T> list;
+  ze_result_t r = query_property_list(d->handle, query, stype, &list);
   if (r != ZE_RESULT_SUCCESS) return vendor_fail(call, r, d->driver->handle);
+  for (const T& item : list) each(item);
   return ACCEL_SUCCESS;
 }
 
@@ -285,26 +289,26 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
         v = static_cast<int64_t>(p.coreClockRate) * 1000;
         break;
       case ACCEL_DEVICE_ATTR_MEMORY_BUS_WIDTH: {
-        std::vector<ze_device_memory_properties_t> mp;
-        if (auto st = list_properties(d, "zeDeviceGetMemoryProperties",
-                                      ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES,
-                                      ze.zeDeviceGetMemoryProperties, &mp);
+        if (auto st = for_each_property<ze_device_memory_properties_t>(
+                d, "zeDeviceGetMemoryProperties", ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES,
+                ze.zeDeviceGetMemoryProperties,
+                [&](const auto& m) { v = std::max<int64_t>(v, m.maxBusWidth); });
             st != ACCEL_SUCCESS)
           return st;
-        for (const auto& m : mp) v = std::max<int64_t>(v, m.maxBusWidth);
         if (v == 0) return not_answered(attr, "the driver reports no memory bus width");
         break;
       }
       case ACCEL_DEVICE_ATTR_L2_CACHE_SIZE: {
         // zeDeviceGetCacheProperties lists caches without naming their level;
         // the largest is the last-level cache.
-        std::vector<ze_device_cache_properties_t> cache;
-        if (auto st = list_properties(d, "zeDeviceGetCacheProperties",
-                                      ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES,
-                                      ze.zeDeviceGetCacheProperties, &cache);
+        if (auto st = for_each_property<ze_device_cache_properties_t>(
+                d, "zeDeviceGetCacheProperties", ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES,
+                ze.zeDeviceGetCacheProperties,
+                [&](const auto& c) {
+                  v = std::max<int64_t>(v, static_cast<int64_t>(c.cacheSize));
+                });
             st != ACCEL_SUCCESS)
           return st;
-        for (const auto& c : cache) v = std::max<int64_t>(v, static_cast<int64_t>(c.cacheSize));
         if (v == 0) return not_answered(attr, "the driver reports no cache");
         break;
       }
@@ -331,17 +335,17 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
       case ACCEL_DEVICE_ATTR_ASYNC_ENGINE_COUNT: {
         // Engines of the copy-only queue groups (blitters), which copy while
         // the compute engines run kernels.
-        std::vector<ze_command_queue_group_properties_t> gp;
-        if (auto st = list_properties(d, "zeDeviceGetCommandQueueGroupProperties",
-                                      ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES,
-                                      ze.zeDeviceGetCommandQueueGroupProperties, &gp);
+        if (auto st = for_each_property<ze_command_queue_group_properties_t>(
+                d, "zeDeviceGetCommandQueueGroupProperties",
+                ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES,
+                ze.zeDeviceGetCommandQueueGroupProperties,
+                [&](const auto& g) {
+                  if ((g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY) != 0 &&
+                      (g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) == 0)
+                    v += g.numQueues;
+                });
             st != ACCEL_SUCCESS)
           return st;
-        for (const auto& g : gp) {
-          if ((g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY) != 0 &&
-              (g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) == 0)
-            v += g.numQueues;
-        }
         break;
       }
       case ACCEL_DEVICE_ATTR_CONCURRENT_KERNELS:
