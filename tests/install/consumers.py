@@ -18,9 +18,10 @@ outside consumer would:
            staged accelctl via ACCEL_PLUGIN_PATH and passed by the staged
            accel-conformance
   plugins-found  the staged accelctl, without ACCEL_PLUGIN_PATH, loads the
-           staged plugins (found next to the staged libaccelcore); with that
-           folder removed, its Selection line and the warning name it
-           "(does not exist)"
+           staged plugins (found next to the staged libaccelcore)
+  plugins-missing  with the staged plugin folder removed, the staged
+           accelctl's Selection line and the warning name it "(does not
+           exist)" among the folders searched
   readme   README.md and docs/ quote every file of examples/ verbatim (no
            install)
 
@@ -521,9 +522,7 @@ def step_plugin(args, tmp):
 
 def step_plugins_found(args, tmp):
     """A staged install used in place, without ACCEL_PLUGIN_PATH: the staged
-    libaccelcore finds the staged plugins next to itself; with that folder
-    gone, accelctl's Selection line and the default-level warning name it as
-    missing."""
+    libaccelcore finds the staged plugins next to itself."""
     st = Stage(args, tmp)
     st.install()
     if not (st.bindir / "accelctl").is_file():
@@ -543,6 +542,20 @@ def step_plugins_found(args, tmp):
            f"(selection: {doc.get('selection_reason')})")
     expect(doc.get("current_accelerator") is not None, "a staged backend is current")
 
+
+def step_plugins_missing(args, tmp):
+    """A staged install whose plugin folder is gone: accelctl's Selection
+    line and the default-level warning name every folder searched and mark
+    that one as missing."""
+    st = Stage(args, tmp)
+    st.install()
+    if not (st.bindir / "accelctl").is_file():
+        log("SKIP: accelctl is not installed (tools=false)")
+        return SKIP
+    env = st.env(ld_path=False)
+    del env["ACCEL_PLUGIN_PATH"]
+    del env["ACCEL_BACKEND"]
+    accelctl = str(st.bindir / "accelctl")
     moved = st.plugindir.with_name("plugins.moved")
     st.plugindir.rename(moved)
     p = run([accelctl], env=env, check=False)
@@ -598,7 +611,8 @@ def step_readme(args, tmp):
 
 
 STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
-         "plugins-found": step_plugins_found, "opencl": step_opencl, "readme": step_readme}
+         "plugins-found": step_plugins_found, "plugins-missing": step_plugins_missing,
+         "opencl": step_opencl, "readme": step_readme}
 
 
 def main():
