@@ -395,8 +395,7 @@ void log_outcome(const Backend& b) {
   }
 }
 
-std::string pending_name(const std::vector<std::pair<size_t, std::string>>& pending,
-                         size_t index) {
+std::string pending_name(const std::vector<std::pair<size_t, std::string>>& pending, size_t index) {
   for (const auto& p : pending)
     if (p.first == index) return p.second;
   return {};
@@ -526,10 +525,38 @@ BackendRequest requested_backend() {
   return r;
 }
 
-Entries discover_plugins(const BackendRequest& request) {
+// "'/a' (does not exist), '/b' (no *.so file), ...": every folder of the
+// search path in order, for the message that says no plugin was found.
+std::string describe_search(const std::vector<SearchDir>& dirs, const Entries& entries) {
+  std::vector<std::string> parts;
+  for (const auto& dir : dirs) {
+    if (dir.path.empty()) continue;
+    std::string what = "searched";
+    struct stat st {};
+    if (dir.missing || (stat(dir.path.c_str(), &st) != 0 && errno == ENOENT)) {
+      what = "does not exist";
+    } else if (!dir.refusal.empty()) {
+      what = "refused";
+    } else if (!dir.duplicate_of.empty()) {
+      what = "same as '" + dir.duplicate_of + "'";
+    } else if (std::none_of(entries.begin(), entries.end(),
+                            [&](const auto& b) { return b->path.rfind(dir.path + "/", 0) == 0; })) {
+      what = "no *.so file";
+    }
+    parts.push_back(fmt::format("'{}' ({})", dir.path, what));
+  }
+  return parts.empty() ? std::string("no folder") : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+Entries discover_plugins(const BackendRequest& request, std::string* searched) {
   LastErrorScope keep_last_error;
   Discovery d;
-  for (const auto& dir : plugin_search_dirs()) {
+  const auto dirs = plugin_search_dirs();
+  for (const auto& dir : dirs) {
+    if (dir.missing) {
+      log().debug("not searching {}: it does not exist", dir.path);
+      continue;
+    }
     if (!dir.refusal.empty() || !dir.duplicate_of.empty()) {
       d.entries.push_back(unsearched_dir_entry(dir));
       continue;
@@ -539,6 +566,14 @@ Entries discover_plugins(const BackendRequest& request) {
   }
   load_pending(d, request);
   for (const auto& p : d.pending) log_outcome(*d.entries[p.first]);
+  if (std::none_of(d.entries.begin(), d.entries.end(), [](const auto& b) { return b->loaded; })) {
+    std::string where = describe_search(dirs, d.entries);
+    log().warn(
+        "no backend plugin loaded; plugin folders, in search order: {} (install plugins in one "
+        "of them or list their folder in ACCEL_PLUGIN_PATH)",
+        where);
+    if (searched != nullptr) *searched = std::move(where);
+  }
   return std::move(d.entries);
 }
 

@@ -21,7 +21,9 @@ BackendRequest requested_backend();
 
 // Every candidate and refused path entry, in discovery order. Entries that
 // loaded have `loaded` set and a status of available / no_devices /
-// unavailable.
-std::vector<std::unique_ptr<Backend>> discover_plugins(const BackendRequest& request);
+// unavailable. When none loaded, warns with every folder searched (and which
+// do not exist) and stores that list in *searched when given.
+std::vector<std::unique_ptr<Backend>> discover_plugins(const BackendRequest& request,
+                                                       std::string* searched = nullptr);
 
 }  // namespace accel::core

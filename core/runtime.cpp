@@ -130,8 +130,13 @@ Runtime& discover_slow() {
   if (Runtime* r = g_runtime.load(std::memory_order_acquire)) return *r;
   auto* rt = new Runtime();  // lives until process exit, like the plugins
   const BackendRequest request = requested_backend();
-  rt->entries = discover_plugins(request);
+  std::string searched;
+  rt->entries = discover_plugins(request, &searched);
   choose_current(*rt, request);
+  // No plugin loaded: the reason names the folders looked in, so that
+  // accelctl's Selection line says where plugins were expected.
+  if (!searched.empty())
+    rt->selection_reason += fmt::format("; plugin folders, in search order: {}", searched);
   log().debug("current accelerator: {}", rt->selection_reason);
   // While tracing, the fast paths stay closed: their full paths are traced,
   // and the fast ones need no flag check of their own (docs/tracing.md).

@@ -1,6 +1,8 @@
 #include "search_path.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,6 +17,9 @@
 
 #ifndef ACCEL_PLUGINDIR
 #error "ACCEL_PLUGINDIR must be defined by the build"
+#endif
+#ifndef ACCEL_PLUGINDIR_FROM_LIBDIR
+#error "ACCEL_PLUGINDIR_FROM_LIBDIR must be defined by the build"
 #endif
 
 namespace accel::core {
@@ -64,6 +69,39 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
   return {};
 }
 
+// The plugins folder of the installation this libaccelcore belongs to:
+// <folder of libaccelcore.so>/accel/plugins. It finds the plugins of a staged
+// (DESTDIR) or relocated install, whose compiled-in folder does not exist or
+// holds another install's plugins. Empty for a setuid/setgid process
+// (AT_SECURE), which searches only the compiled-in folder: where the library
+// was loaded from is not the installer's word (docs/security.md).
+std::string library_relative_dir() {
+  if (getauxval(AT_SECURE) != 0) return {};
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&plugin_search_dirs), &info) == 0 ||
+      info.dli_fname == nullptr || info.dli_fname[0] != '/')
+    return {};
+  // dli_fname is spelled as the RUNPATH found it (".../bin/../lib/..."):
+  // resolve the folder so messages name it plainly.
+  std::string lib = info.dli_fname;
+  lib.erase(lib.find_last_of('/'));
+  char* real = realpath(lib.empty() ? "/" : lib.c_str(), nullptr);
+  if (real != nullptr) {
+    lib = real;
+    free(real);
+  }
+  if (lib == "/") lib.clear();
+  return lib + "/" ACCEL_PLUGINDIR_FROM_LIBDIR;
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat sa {
+  }, sb{};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
 std::vector<SearchDir> plugin_search_dirs() {
@@ -80,11 +118,11 @@ std::vector<SearchDir> plugin_search_dirs() {
       d.refusal = directory_refusal(path, from_env);
       if (d.refusal.empty() && !from_env) {
         struct stat st {};
-        if (stat(path.c_str(), &st) != 0) return;  // install dir absent
+        d.missing = stat(path.c_str(), &st) != 0;  // install dir absent: listed, not searched
       }
       // Two spellings of one directory are searched once; the second is
       // still listed (as a duplicate), never dropped silently.
-      if (d.refusal.empty()) {
+      if (d.refusal.empty() && !d.missing) {
         char* real = realpath(path.c_str(), nullptr);
         std::string key = real != nullptr ? real : path;
         free(real);
@@ -118,6 +156,12 @@ std::vector<SearchDir> plugin_search_dirs() {
       rest.remove_prefix(colon + 1);
     }
   }
+  // The library's own plugins folder first: plugins installed with this
+  // libaccelcore match it, whatever else lives at the configured prefix.
+  // The same folder as the compiled-in one (an ordinary install) is listed once.
+  if (const std::string own = library_relative_dir();
+      !own.empty() && !same_directory(own, ACCEL_PLUGINDIR))
+    add(own, false);
   add(ACCEL_PLUGINDIR, false);
   return dirs;
 }

@@ -1,5 +1,7 @@
 // Where plugins are looked for: ACCEL_PLUGIN_PATH (absolute entries only),
-// then the compiled-in plugins directory. Read with secure_getenv so a
+// then the plugins folder next to libaccelcore (<its folder>/accel/plugins;
+// skipped under AT_SECURE and when it is the compiled-in one), then the
+// compiled-in plugins directory. Read with secure_getenv so a
 // setuid/setgid program ignores the variable (Vulkan and Khronos OpenCL
 // loaders do the same).
 #pragma once
@@ -14,6 +16,7 @@ struct SearchDir {
   std::string refusal;  // non-empty: why this entry is not searched
   bool from_env = false;
   std::string duplicate_of;  // non-empty: an earlier entry naming the same directory
+  bool missing = false;      // an install folder that does not exist (not searched)
 };
 
 std::vector<SearchDir> plugin_search_dirs();

@@ -17,6 +17,11 @@ outside consumer would:
            accel_plugin.h and accel_plugin_helpers.hpp alone, found by the
            staged accelctl via ACCEL_PLUGIN_PATH and passed by the staged
            accel-conformance
+  plugins-found  the staged accelctl, without ACCEL_PLUGIN_PATH, loads the
+           staged plugins (found next to the staged libaccelcore)
+  plugins-missing  with the staged plugin folder removed, the staged
+           accelctl's Selection line and the warning name it "(does not
+           exist)" among the folders searched
   readme   README.md and docs/ quote every file of examples/ verbatim (no
            install)
 
@@ -515,6 +520,59 @@ def step_plugin(args, tmp):
     expect(p.returncode == 0, "the staged accel-conformance --backend oot exits 0")
 
 
+def step_plugins_found(args, tmp):
+    """A staged install used in place, without ACCEL_PLUGIN_PATH: the staged
+    libaccelcore finds the staged plugins next to itself."""
+    st = Stage(args, tmp)
+    st.install()
+    if not (st.bindir / "accelctl").is_file():
+        log("SKIP: accelctl is not installed (tools=false)")
+        return SKIP
+    env = st.env(ld_path=False)
+    del env["ACCEL_PLUGIN_PATH"]
+    del env["ACCEL_BACKEND"]
+    env["ACCEL_SIM_DEVICES"] = "2"
+    accelctl = str(st.bindir / "accelctl")
+    p = run([accelctl, "backends", "--json"], env=env, check=False)
+    expect(p.returncode == 0, "the staged accelctl starts")
+    doc = json.loads(p.stdout)
+    sim = [b for b in doc["backends"] if b.get("name") == "sim"]
+    expect(len(sim) == 1 and Path(sim[0]["path"]).resolve().parent == st.plugindir.resolve(),
+           f"without ACCEL_PLUGIN_PATH the staged accelctl loads sim from {st.plugindir} "
+           f"(selection: {doc.get('selection_reason')})")
+    expect(doc.get("current_accelerator") is not None, "a staged backend is current")
+
+
+def step_plugins_missing(args, tmp):
+    """A staged install whose plugin folder is gone: accelctl's Selection
+    line and the default-level warning name every folder searched and mark
+    that one as missing."""
+    st = Stage(args, tmp)
+    st.install()
+    if not (st.bindir / "accelctl").is_file():
+        log("SKIP: accelctl is not installed (tools=false)")
+        return SKIP
+    env = st.env(ld_path=False)
+    del env["ACCEL_PLUGIN_PATH"]
+    del env["ACCEL_BACKEND"]
+    accelctl = str(st.bindir / "accelctl")
+    moved = st.plugindir.with_name("plugins.moved")
+    st.plugindir.rename(moved)
+    p = run([accelctl], env=env, check=False)
+    expect(p.returncode == 0, "the staged accelctl starts with its plugin folder gone")
+    missing = f"'{st.plugindir}' (does not exist)"
+    selection = [l for l in p.stdout.splitlines() if l.startswith("Selection:")]
+    expect(len(selection) == 1 and missing in selection[0],
+           f"accelctl's Selection line names {missing} (got {selection})")
+    expect(f"'{args.plugindir}'" in selection[0],
+           "the Selection line names the configured plugins folder too")
+    # run() merges stderr into stdout: the warning is the non-report line.
+    warnings = [l for l in p.stdout.splitlines() if l.startswith("[accel] [warning]")]
+    expect(any(missing in l for l in warnings),
+           f"the default-level warning names {missing} (warnings: {warnings})")
+    expect("ACCEL_LOG_LEVEL" not in p.stdout, "accelctl no longer sends the user to ACCEL_LOG_LEVEL")
+
+
 def step_readme(args, tmp):
     src = Path(args.source_root)
     readme = (src / "README.md").read_text()
@@ -553,6 +611,7 @@ def step_readme(args, tmp):
 
 
 STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
+         "plugins-found": step_plugins_found, "plugins-missing": step_plugins_missing,
          "opencl": step_opencl, "readme": step_readme}
 
 

@@ -186,6 +186,14 @@ def main():
     install(a.lib, os.path.join(root, "libaccelcore.so.1"), 0o644)
     plugins = os.path.join(root, "plugins")
     install(a.sim, os.path.join(plugins, "accel-sim.so"), 0o755)
+    # The plugins folder next to libaccelcore (docs/installing.md): searched
+    # by the plain run, never by the setuid one (AT_SECURE).
+    own = os.path.join(root, "accel", "plugins")
+    for d in (os.path.dirname(own), own):
+        os.makedirs(d, exist_ok=True)
+        os.chown(d, 0, 0)
+        os.chmod(d, 0o755)
+    install(a.sim, os.path.join(own, "accel-sim.so"), 0o755)
     have_cuda = bool(a.cuda and a.cuda_fake and os.path.exists(a.cuda) and
                      os.path.exists(a.cuda_fake))
     fake_cuda = os.path.join(root, "fake", "libcuda.so.1")
@@ -249,6 +257,9 @@ def main():
           "the selection reason does not quote ACCEL_BACKEND", f.get("selection", ""))
     check("searching" not in r.stderr and "[debug]" not in r.stderr.lower(),
           "ACCEL_LOG_LEVEL=debug was ignored (no debug log)")
+    check(not any(b["path"].startswith(own + "/") for b in f["backends"]) and
+          own not in f.get("selection", ""),
+          "the plugins folder next to libaccelcore was not searched", f"{f['backends']}")
 
     # 3. The same binary without the setuid bit, same user, same environment.
     os.chmod(probe, 0o755)
@@ -262,7 +273,9 @@ def main():
     for v in path_vars:
         plain, secure = f["env"].get(v, ("?", "?"))
         check(plain == "set" and secure == "visible", f"{v} is visible", f"{plain}/{secure}")
-    sim = [b for b in f["backends"] if b["name"] == "sim"]
+    check(any(b["path"] == os.path.join(own, "accel-sim.so") for b in f["backends"]),
+          "the plugins folder next to libaccelcore was searched", f"{f['backends']}")
+    sim = [b for b in f["backends"] if b["name"] == "sim" and b["path"].startswith(plugins + "/")]
     check(len(sim) == 1 and sim[0]["path"] == os.path.join(plugins, "accel-sim.so") and
           sim[0]["status"] == "available" and sim[0]["devices"] == 2,
           "sim loaded from ACCEL_PLUGIN_PATH with ACCEL_SIM_DEVICES=2 devices", f"{sim}")

@@ -67,7 +67,9 @@ int run_summary(bool json) {
   fmt::print("accel {}\n", accel_version());
   print_current_header();
   if (entries.empty()) {
-    fmt::print("Backends: none found (set ACCEL_PLUGIN_PATH or ACCEL_LOG_LEVEL=debug)\n");
+    fmt::print(
+        "Backends: none found (the Selection line names the plugin folders searched; "
+        "install plugins there or set ACCEL_PLUGIN_PATH)\n");
     return 0;
   }
   fmt::print("Backends ({} candidate{}):\n", entries.size(), entries.size() == 1 ? "" : "s");
@@ -93,7 +95,9 @@ int run_backends(bool json) {
   }
   print_current_header();
   if (entries.empty()) {
-    fmt::print("No backend candidates found (set ACCEL_PLUGIN_PATH or ACCEL_LOG_LEVEL=debug).\n");
+    fmt::print(
+        "No backend candidates found (the Selection line names the plugin folders "
+        "searched; install plugins there or set ACCEL_PLUGIN_PATH).\n");
     return 0;
   }
   fmt::print("\n");
