@@ -308,8 +308,8 @@ ACCEL_API accel_status_t accel_stream_set_name(accel_stream_t stream, const char
  * Statuses: ACCEL_SUCCESS (also when cut: compare *length),
  * ACCEL_ERROR_INVALID_ARGUMENT (stream NULL or destroyed, length NULL,
  * buffer NULL with capacity > 0). Thread-safe. */
-ACCEL_API accel_status_t accel_stream_get_name(accel_stream_t stream, char* buffer,
-                                               size_t capacity, size_t* length);
+ACCEL_API accel_status_t accel_stream_get_name(accel_stream_t stream, char* buffer, size_t capacity,
+                                               size_t* length);
 
 /* ACCEL_SUCCESS if all work queued on the stream has completed,
  * ACCEL_ERROR_NOT_READY if not; else ACCEL_ERROR_INVALID_ARGUMENT,

@@ -15,14 +15,14 @@
 
 #include "accel/accel.h"
 
-#define CHECK(call, want)                                                                \
-  do {                                                                                   \
-    accel_status_t st_ = (call);                                                         \
-    if (st_ != (want)) {                                                                 \
-      fprintf(stderr, "%s:%d: %s returned %s, expected %s: %s\n", __FILE__, __LINE__,    \
-              #call, accel_status_name(st_), accel_status_name(want), accel_last_error()); \
-      exit(1);                                                                           \
-    }                                                                                    \
+#define CHECK(call, want)                                                                    \
+  do {                                                                                       \
+    accel_status_t st_ = (call);                                                             \
+    if (st_ != (want)) {                                                                     \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s: %s\n", __FILE__, __LINE__, #call, \
+              accel_status_name(st_), accel_status_name(want), accel_last_error());          \
+      exit(1);                                                                               \
+    }                                                                                        \
   } while (0)
 
 /* The stream's name, which must be `want`. */
@@ -43,7 +43,8 @@ static void expect_refused(accel_stream_t s, const char* name, const char* why, 
                            int line) {
   accel_status_t st = accel_stream_set_name(s, name);
   if (st != ACCEL_ERROR_INVALID_ARGUMENT || strstr(accel_last_error(), why) == NULL) {
-    fprintf(stderr, "line %d: accel_stream_set_name returned %s (%s), expected a refusal saying '%s'\n",
+    fprintf(stderr,
+            "line %d: accel_stream_set_name returned %s (%s), expected a refusal saying '%s'\n",
             line, accel_status_name(st), accel_last_error(), why);
     exit(1);
   }

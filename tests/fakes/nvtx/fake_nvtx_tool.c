@@ -39,8 +39,8 @@ static void NVTX_API on_name_stream(CUstream stream, const char* name) {
 }
 
 /* The slot of `id` in module `module`'s table, or NULL. */
-static NvtxFunctionPointer* slot(const NvtxExportTableCallbacks* callbacks, NvtxCallbackModule module,
-                                 unsigned int id) {
+static NvtxFunctionPointer* slot(const NvtxExportTableCallbacks* callbacks,
+                                 NvtxCallbackModule module, unsigned int id) {
   NvtxFunctionTable table = NULL;
   unsigned int size = 0;
   if (!callbacks->GetModuleFunctionTable(module, &table, &size) || size <= id) return NULL;
