@@ -25,8 +25,13 @@ HandlePool<accel_stream_s>& stream_pool() {
   return *pool;
 }
 
+std::mutex& stream_name_mutex() {
+  static auto* m = new std::mutex();  // never destroyed: exit may still read names
+  return *m;
+}
+
 std::string stream_name_of(accel_stream_s* s) {
-  std::lock_guard lock(s->name_mutex);
+  std::lock_guard lock(stream_name_mutex());
   return s->name;
 }
 
@@ -236,7 +241,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
       stream->native_cached.store(false, std::memory_order_relaxed);
     }
     {
-      std::lock_guard lock(stream->name_mutex);
+      std::lock_guard lock(stream_name_mutex());
       stream->name[0] = '\0';
     }
     Backend& b = *stream->backend;
@@ -327,7 +332,7 @@ accel_status_t accel_stream_set_name(accel_stream_t stream, const char* name) {
     std::memcpy(copy, name, length);
     copy[length] = '\0';
     {
-      std::lock_guard lock(stream->name_mutex);
+      std::lock_guard lock(stream_name_mutex());
       std::memcpy(stream->name, copy, length + 1);
     }
     trace_stream_renamed(stream);
