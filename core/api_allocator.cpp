@@ -227,7 +227,7 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
     DeviceMemory* m = find_device_memory(*b, target);
     std::string body;
     if (caching_allocator()) {
-      body = m != nullptr ? m->allocator.snapshot(stream_name) : std::string();
+      body = m != nullptr ? m->allocator.snapshot(stream_name, stream_label) : std::string();
     } else {
       body = native_snapshot(*b, target);
     }

@@ -1,7 +1,9 @@
 // Streams: current stream per thread and device, creation with priority,
 // query, synchronize, cross-stream waits and host functions.
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <string>
 
 #include "callbacks.hpp"
 #include "checks.hpp"
@@ -21,6 +23,16 @@ namespace accel::core {
 HandlePool<accel_stream_s>& stream_pool() {
   static auto* pool = new HandlePool<accel_stream_s>();
   return *pool;
+}
+
+std::mutex& stream_name_mutex() {
+  static auto* m = new std::mutex();  // never destroyed: exit may still read names
+  return *m;
+}
+
+std::string stream_name_of(accel_stream_s* s) {
+  std::lock_guard lock(stream_name_mutex());
+  return s->name;
 }
 
 }  // namespace accel::core
@@ -50,6 +62,45 @@ accel_status_t read_stream_field(const char* fn, accel_stream_t stream,
     *out = stream->*field;
     return ACCEL_SUCCESS;
   });
+}
+
+// accel_stream_set_name's rules for a name: NULL, empty, too long or a
+// byte outside printable ASCII is refused with the reason. ASCII keeps
+// every consumer (the trace's and the snapshot's JSON, NVTX's "A" entry
+// points) able to take the bytes as they are.
+accel_status_t check_stream_name(const char* fn, const char* name, size_t& length) {
+  if (name == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: name is NULL", fn);
+  length = strnlen(name, ACCEL_STREAM_NAME_MAX + 1);
+  if (length == 0) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: name is empty", fn);
+  if (length > ACCEL_STREAM_NAME_MAX) {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: name is longer than ACCEL_STREAM_NAME_MAX ({} bytes)", fn,
+                 ACCEL_STREAM_NAME_MAX);
+  }
+  for (size_t i = 0; i < length; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: name byte {} is {:#04x}; a stream name is printable ASCII (0x20 to 0x7e)",
+                   fn, i, static_cast<unsigned>(c));
+    }
+  }
+  return ACCEL_SUCCESS;
+}
+
+// Hands the name to the plugin for the vendor's tools. Its failure changes
+// nothing the caller sees (the core's name is set): logged, and the
+// caller's last error left as it was.
+void name_for_vendor(accel_stream_s* s, const char* name) {
+  Backend& b = *s->backend;
+  if (b.api.stream_set_name == nullptr) return;
+  LastErrorScope keep;
+  auto st =
+      call_plugin(b, "stream_set_name", [&] { return b.api.stream_set_name(s->native, name); });
+  if (st != ACCEL_SUCCESS) {
+    log().debug("accel_stream_set_name: {} did not name its queue '{}' for the vendor's tools: {}",
+                b.name, name, last_error());
+  }
 }
 
 accel_status_t priority_range(Backend& b, int32_t device, int32_t& least, int32_t& greatest) {
@@ -189,6 +240,10 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
       std::lock_guard lock(stream_pool().mutex());
       stream->native_cached.store(false, std::memory_order_relaxed);
     }
+    {
+      std::lock_guard lock(stream_name_mutex());
+      stream->name[0] = '\0';
+    }
     Backend& b = *stream->backend;
     // Cached memory of the stream moves to the default stream once the
     // stream's queued work is done (a marker recorded now, before it goes).
@@ -265,6 +320,48 @@ accel_status_t accel_stream_device(accel_stream_t stream, int32_t* device) {
 
 accel_status_t accel_stream_priority(accel_stream_t stream, int32_t* priority) {
   return read_stream_field(__func__, stream, &accel_stream_s::priority, "priority", priority);
+}
+
+accel_status_t accel_stream_set_name(accel_stream_t stream, const char* name) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    size_t length = 0;
+    if (auto st = check_stream_name(fn, name, length); st != ACCEL_SUCCESS) return st;
+    char copy[ACCEL_STREAM_NAME_MAX + 1];
+    std::memcpy(copy, name, length);
+    copy[length] = '\0';
+    {
+      std::lock_guard lock(stream_name_mutex());
+      std::memcpy(stream->name, copy, length + 1);
+    }
+    trace_stream_renamed(stream);
+    name_for_vendor(stream, copy);
+    return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t accel_stream_get_name(accel_stream_t stream, char* buffer, size_t capacity,
+                                     size_t* length) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (auto st =
+            check_out_array(fn, length, "length", buffer, "buffer", capacity, "with capacity");
+        st != ACCEL_SUCCESS)
+      return st;
+    if (!live(stream)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is {}", fn,
+                   stream == nullptr ? "NULL" : "not a live stream (destroyed?)");
+    }
+    const std::string name = stream_name_of(stream);
+    *length = name.size();
+    if (capacity > 0) {
+      const size_t n = std::min(name.size(), capacity - 1);
+      std::memcpy(buffer, name.data(), n);
+      buffer[n] = '\0';
+    }
+    return ACCEL_SUCCESS;
+  });
 }
 
 accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_fn,

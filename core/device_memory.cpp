@@ -90,6 +90,11 @@ void set_memory_history(size_t max_entries) {
 
 std::string stream_name(const void* key) { return fmt::format("{}", key); }
 
+std::string stream_label(const void* key) {
+  // Keys are stream handles, whose memory is never freed (handles.hpp).
+  return stream_name_of(static_cast<accel_stream_s*>(const_cast<void*>(key)));
+}
+
 void retire_stream_memory(accel_stream_s* s) {
   if (!caching_allocator()) return;
   DeviceMemory* m = find_device_memory(*s->backend, s->device);

@@ -91,6 +91,8 @@ void set_memory_history(size_t max_entries);
 
 // "0x55d0c0a0" for a stream key (snapshots).
 std::string stream_name(const void* key);
+// The name accel_stream_set_name gave the stream a StreamKey stands for ("" if none).
+std::string stream_label(const void* key);
 
 // ACCEL_ERROR_NOT_SUPPORTED naming `fn` when `b` has no memory group.
 accel_status_t require_memory_ops(const char* fn, const Backend& b);

@@ -68,6 +68,7 @@ void prepare() {
   allocation_mutex().lock();
   stream_pool().mutex().lock();
   event_pool().mutex().lock();
+  stream_name_mutex().lock();
   lock_log();
 }
 
@@ -78,6 +79,7 @@ void release() {
     unlock_unless_held(discovery_mutex());
     return;
   }
+  stream_name_mutex().unlock();
   event_pool().mutex().unlock();
   stream_pool().mutex().unlock();
   allocation_mutex().unlock();

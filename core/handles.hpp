@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend.hpp"
@@ -50,6 +51,9 @@ struct accel_stream_s {
   // Cleared when the handle is destroyed, before the slot is reused.
   std::atomic<bool> native_cached{false};
   accel_native_handle_t native_handle{};
+  // accel_stream_set_name's name, "" when never named. Written and read
+  // under stream_name_mutex(). Cleared when the handle is destroyed.
+  char name[ACCEL_STREAM_NAME_MAX + 1] = {};
 };
 
 struct accel_event_s {
@@ -119,5 +123,13 @@ inline bool live(const accel_stream_s* s) {
 inline bool live(const accel_event_s* e) {
   return e != nullptr && e->magic.load(std::memory_order_acquire) == kEventMagic;
 }
+
+// The lock of every stream's name, a leaf: the trace's and the allocators'
+// locks may be held while it is taken, never the other way round; fork.cpp
+// takes it last but the logger's, so a child never inherits it held.
+std::mutex& stream_name_mutex();
+
+// The stream's accel_stream_set_name name ("" when it has none).
+std::string stream_name_of(accel_stream_s* s);
 
 }  // namespace accel::core

@@ -242,6 +242,8 @@ bool copy_vtable(Backend& b, const accel_plugin_api_t& api) {
   // a size ending inside a pointer must not leave half of one behind.
   if (api.struct_size < offsetof(accel_plugin_api_t, runtime_version) + sizeof(void*))
     b.api.runtime_version = nullptr;
+  if (api.struct_size < offsetof(accel_plugin_api_t, stream_set_name) + sizeof(void*))
+    b.api.stream_set_name = nullptr;
   return true;
 }
 

@@ -93,6 +93,9 @@ void trace_resolve();
 // Before a stream's plugin handle is destroyed: its lane is set aside until
 // its queued spans have completed (never waits).
 void trace_stream_destroying(accel_stream_s* s);
+// After accel_stream_set_name: the stream's lane, if it has one, is
+// retitled with the new name (a lane made later takes it from the start).
+void trace_stream_renamed(accel_stream_s* s);
 
 // --- allocator --------------------------------------------------------------
 

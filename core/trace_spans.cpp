@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -130,6 +131,16 @@ DeviceClock& clock_locked(const Backend& b, int32_t device) {
   return *spans().clocks.back();
 }
 
+// A lane's title: "stream N (default)" or "stream N (priority P)", after
+// the stream's name when it has one.
+std::string lane_title(accel_stream_s* s, uint32_t tid) {
+  const std::string kind =
+      s->is_default ? std::string("default") : fmt::format("priority {}", s->priority);
+  const std::string name = stream_name_of(s);
+  if (name.empty()) return fmt::format("stream {} ({})", tid, kind);
+  return fmt::format("{} (stream {}, {})", name, tid, kind);
+}
+
 Lane& lane_locked(accel_stream_s* s) {
   const uint32_t gen = s->generation.load(std::memory_order_acquire);
   auto& slot = spans().lanes[s];
@@ -141,9 +152,7 @@ Lane& lane_locked(accel_stream_s* s) {
   lane->clock = &clock_locked(*s->backend, s->device);
   lane->native = s->native;
   lane->tid = lane->clock->next_lane++;
-  std::string name = s->is_default ? fmt::format("stream {} (default)", lane->tid)
-                                   : fmt::format("stream {} (priority {})", lane->tid, s->priority);
-  trace_name_stream_locked(lane->clock->pid, lane->tid, name.c_str());
+  trace_name_stream_locked(lane->clock->pid, lane->tid, lane_title(s, lane->tid).c_str());
   if (slot) trace_count_unresolved_locked(slot->pending.size());
   slot = std::move(lane);
   return *slot;
@@ -380,6 +389,17 @@ void trace_stream_destroying(accel_stream_s* s) {
     spans().orphans.push_back(std::move(it->second));
   }
   spans().lanes.erase(it);
+}
+
+void trace_stream_renamed(accel_stream_s* s) {
+  if (!trace_on()) return;
+  std::lock_guard lock(trace_mutex());
+  auto it = spans().lanes.find(s);
+  if (it == spans().lanes.end() ||
+      it->second->generation != s->generation.load(std::memory_order_acquire))
+    return;
+  Lane& lane = *it->second;
+  trace_name_stream_locked(lane.clock->pid, lane.tid, lane_title(s, lane.tid).c_str());
 }
 
 void trace_memory_event(const char* what, const Backend& b, int32_t device, uint64_t bytes,

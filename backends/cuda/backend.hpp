@@ -305,5 +305,7 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.2 modules group, in full.
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.3: the CUstream's name for NVTX tools (streams.cpp).
+ACCEL_BACKEND_DECLARE_OP(stream_set_name)
 
 }  // namespace accel::cuda

@@ -9,6 +9,8 @@
 // child cannot use CUDA. The group bits (NATIVE_HANDLES, HOST_MEMORY,
 // PEER_COPY, DEVICE_ATTRIBUTES, MODULES) are set by the core from the
 // filled groups (plugin-abi rule 19).
+// ABI 1.3's stream_set_name: NVTX's name for the CUstream (streams.cpp).
+#define ACCEL_BACKEND_STREAM_SET_NAME op_stream_set_name
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::cuda, "cuda", 400,

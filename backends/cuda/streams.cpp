@@ -15,6 +15,13 @@
 
 #include "backend.hpp"
 
+#if ACCEL_HAVE_NVTX
+// NVTX v3 is header-only: nvtxNameCuStreamA does nothing until a tool
+// (Nsight Systems) injects itself through NVTX_INJECTION64_PATH, so the
+// backend links nothing for it.
+#include <nvtx3/nvToolsExtCuda.h>
+#endif
+
 namespace accel::cuda {
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
@@ -87,6 +94,21 @@ accel_status_t op_stream_wait_event(accel_plugin_stream_t stream, accel_plugin_e
     ACCEL_CUDA_CTX_SCOPE(s->device);
     ACCEL_CU_TRY(cuStreamWaitEvent, (s->handle, as_event(event)->handle, 0));
     return ACCEL_SUCCESS;
+  });
+}
+
+accel_status_t op_stream_set_name(accel_plugin_stream_t stream, const char* name) {
+  return guarded("stream_set_name", [&] {
+#if ACCEL_HAVE_NVTX
+    // The CUstream all of the stream's work goes to (a default stream's is
+    // CU_STREAM_LEGACY). NVTX returns nothing: a tool's failure is its own.
+    nvtxNameCuStreamA(as_stream(stream)->handle, name);
+    return ACCEL_SUCCESS;
+#else
+    (void)stream;
+    (void)name;
+    return fail(ACCEL_ERROR_NOT_SUPPORTED, "built without the NVTX v3 headers");
+#endif
   });
 }
 

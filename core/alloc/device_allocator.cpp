@@ -787,7 +787,8 @@ struct DeviceAllocator::Impl {
   }
 
   std::string check_invariants();
-  std::string snapshot(std::string (*stream_name)(StreamKey));
+  std::string snapshot(std::string (*stream_name)(StreamKey),
+                       std::string (*stream_label)(StreamKey));
 };
 
 DeviceAllocator::DeviceAllocator(DeviceOps& ops, const Config& config)
@@ -868,9 +869,10 @@ void DeviceAllocator::set_history(size_t max_entries) {
 
 std::mutex& DeviceAllocator::mutex() { return impl_->mutex; }
 
-std::string DeviceAllocator::snapshot(std::string (*stream_name)(StreamKey)) {
+std::string DeviceAllocator::snapshot(std::string (*stream_name)(StreamKey),
+                                      std::string (*stream_label)(StreamKey)) {
   std::lock_guard lock(impl_->mutex);
-  return impl_->snapshot(stream_name);
+  return impl_->snapshot(stream_name, stream_label);
 }
 
 std::string DeviceAllocator::check_invariants() {
@@ -878,7 +880,8 @@ std::string DeviceAllocator::check_invariants() {
   return impl_->check_invariants();
 }
 
-std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey)) {
+std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey),
+                                            std::string (*stream_label)(StreamKey)) {
   nlohmann::json j = nlohmann::json::object();
   j["allocator"] = config.caching ? "caching" : "native";
   j["config"] = describe(config);
@@ -912,8 +915,12 @@ std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey
                     {"stream", stream_name(seg->stream)},
                     {"segment_type", seg->small ? "small" : "large"},
                     {"blocks", std::move(blocks)}});
+    if (stream_label != nullptr) {
+      if (std::string label = stream_label(seg->stream); !label.empty())
+        segs.back()["stream_name"] = std::move(label);
+    }
   }
-  history.to_json(j["history"], stream_name);
+  history.to_json(j["history"], stream_name, stream_label);
   return j.dump();
 }
 

@@ -141,8 +141,11 @@ class DeviceAllocator {
 
   // The JSON snapshot (docs/memory.md) without the "device"/"backend" keys
   // the caller adds: {"allocator", "config", "segments", "stats",
-  // "history"}. `stream_name` turns a StreamKey into the text written.
-  std::string snapshot(std::string (*stream_name)(StreamKey));
+  // "history"}. `stream_name` turns a StreamKey into the text written as
+  // "stream"; `stream_label`, when given, into the stream's own name,
+  // written as "stream_name" next to it unless empty.
+  std::string snapshot(std::string (*stream_name)(StreamKey),
+                       std::string (*stream_label)(StreamKey) = nullptr);
 
   // Locked around fork() by the core (fork.cpp).
   std::mutex& mutex();

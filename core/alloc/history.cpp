@@ -52,7 +52,8 @@ void History::push(Action a, uintptr_t address, size_t size, const void* stream,
   ++dropped_;
 }
 
-void History::to_json(nlohmann::json& out, std::string (*stream_name)(const void*)) const {
+void History::to_json(nlohmann::json& out, std::string (*stream_name)(const void*),
+                      std::string (*stream_label)(const void*)) const {
   out = nlohmann::json::object();
   out["max_entries"] = max_;
   out["dropped"] = dropped_;
@@ -65,6 +66,10 @@ void History::to_json(nlohmann::json& out, std::string (*stream_name)(const void
                       {"stream", e.stream != nullptr ? stream_name(e.stream) : std::string()},
                       {"time_us", e.time_us},
                       {"caller", e.caller != nullptr ? describe_caller(e.caller) : std::string()}});
+    if (e.stream != nullptr && stream_label != nullptr) {
+      if (std::string label = stream_label(e.stream); !label.empty())
+        events.back()["stream_name"] = std::move(label);
+    }
   }
 }
 

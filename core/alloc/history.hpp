@@ -41,8 +41,10 @@ class History {
     if (max_ != 0) [[unlikely]]
       push(a, address, size, stream, caller);
   }
-  // {"max_entries", "dropped", "events": [...]}, oldest first.
-  void to_json(nlohmann::json& out, std::string (*stream_name)(const void*)) const;
+  // {"max_entries", "dropped", "events": [...]}, oldest first; an event's
+  // "stream_name" is `stream_label`'s answer, when it is given and not empty.
+  void to_json(nlohmann::json& out, std::string (*stream_name)(const void*),
+               std::string (*stream_label)(const void*) = nullptr) const;
 
  private:
   void push(Action a, uintptr_t address, size_t size, const void* stream, const void* caller);

@@ -280,6 +280,37 @@ ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t stream);
 /* Longest stream name accel_stream_set_name takes, in bytes (without the NUL). */
 #define ACCEL_STREAM_NAME_MAX 63
 
+/* Names `stream` for people reading a trace: the stream's lane in the
+ * ACCEL_TRACE file is titled with it, accel_memory_snapshot adds it as
+ * "stream_name" next to the stream's "stream" field, and on cuda (built
+ * with the NVTX v3 headers) it goes to nvtxNameCuStreamA, so Nsight
+ * Systems shows it too (a no-op unless a tool is injected). `name` is
+ * NUL-terminated, 1 to ACCEL_STREAM_NAME_MAX bytes of printable ASCII
+ * (0x20 to 0x7e), copied before the call returns. A stream may be renamed
+ * any number of times; the last name counts, and a trace's lane title
+ * shows the name the stream had at the trace's last flush. Default
+ * streams can be named through their handle (accel_current_stream); a
+ * destroyed stream's name goes with it. NVTX's nvtxNameCuStreamA is the
+ * model; torch has no stream names. A backend that cannot name its queue
+ * for the vendor's tools changes nothing else: the name is accel's own.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL or destroyed, name
+ * NULL, empty, longer than ACCEL_STREAM_NAME_MAX bytes, or with a byte
+ * outside 0x20 to 0x7e: the message says which; nothing changes),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE (the backend could not
+ * be initialised). Thread-safe. */
+ACCEL_API accel_status_t accel_stream_set_name(accel_stream_t stream, const char* name);
+
+/* Copies the name accel_stream_set_name last gave `stream` into `buffer`
+ * (NUL-terminated, cut at capacity - 1 bytes) and sets *length to the
+ * name's length in bytes without the NUL; "" and 0 for a stream never
+ * named. A buffer of ACCEL_STREAM_NAME_MAX + 1 bytes always holds it.
+ * buffer may be NULL with capacity 0 to ask the length. Reads no backend.
+ * Statuses: ACCEL_SUCCESS (also when cut: compare *length),
+ * ACCEL_ERROR_INVALID_ARGUMENT (stream NULL or destroyed, length NULL,
+ * buffer NULL with capacity > 0). Thread-safe. */
+ACCEL_API accel_status_t accel_stream_get_name(accel_stream_t stream, char* buffer, size_t capacity,
+                                               size_t* length);
+
 /* ACCEL_SUCCESS if all work queued on the stream has completed,
  * ACCEL_ERROR_NOT_READY if not; else ACCEL_ERROR_INVALID_ARGUMENT,
  * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. Never blocks, with one

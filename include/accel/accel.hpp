@@ -387,6 +387,31 @@ class Stream {
     return static_cast<int>(p);
   }
 
+  /* Names the stream in the trace, the memory snapshot and (on cuda) NVTX:
+   * 1 to ACCEL_STREAM_NAME_MAX bytes of printable ASCII; renaming is
+   * allowed. Throws Error (ACCEL_ERROR_INVALID_ARGUMENT for an empty, too
+   * long or unprintable name, a NUL inside it included; the stream keeps
+   * its name). Thread-safe. accel_stream_set_name (NVTX's
+   * nvtxNameCuStreamA; torch has no stream names). */
+  void set_name(std::string_view name) const {
+    if (name.find('\0') != std::string_view::npos) {
+      throw Error(ACCEL_ERROR_INVALID_ARGUMENT, "the name holds a NUL byte",
+                  "accel_stream_set_name");
+    }
+    detail::check(accel_stream_set_name(handle_, std::string(name).c_str()),
+                  "accel_stream_set_name");
+  }
+
+  /* The name set_name gave the stream; "" if never named.
+   * accel_stream_get_name. */
+  std::string name() const {
+    char buf[ACCEL_STREAM_NAME_MAX + 1];
+    size_t length = 0;
+    detail::check(accel_stream_get_name(handle_, buf, sizeof buf, &length),
+                  "accel_stream_get_name");
+    return std::string(buf);
+  }
+
   /* The C handle (NULL when moved from); still owned by this object when
    * owns() is true. */
   accel_stream_t handle() const noexcept { return handle_; }

@@ -517,9 +517,11 @@ typedef struct accel_plugin_api_s {
   accel_status_t (*pointer_get_device)(const void* ptr, int32_t* device_index);
   /* Give `stream` a name for the vendor's tools (NVTX nvtxNameCuStreamA,
    * roctx); `name` is NUL-terminated, 1..ACCEL_STREAM_NAME_MAX bytes,
-   * printable, and valid only during the call. The core keeps the name
-   * itself (trace, snapshot); NULL or a failure changes nothing the user
-   * sees. Never waits; thread-safe. */
+   * printable ASCII (the core checked it), and valid only during the call.
+   * Called at each accel_stream_set_name of a live stream, default streams
+   * included. The core keeps the name itself (trace, snapshot); NULL or a
+   * failure (logged by the core at debug level) changes nothing the user
+   * sees. Never waits; thread-safe (plugin-abi rule 44). */
   accel_status_t (*stream_set_name)(accel_plugin_stream_t stream, const char* name);
 } accel_plugin_api_t;
 

@@ -288,6 +288,42 @@ TEST_CASE("stream_query is NOT_READY while work is queued and SUCCESS after", "[
   }
 }
 
+// plugin-abi rule 44: the core hands every name to the plugin; the plugin
+// never waits and takes calls from any thread, work queued or not.
+TEST_CASE("stream_set_name from several threads", "[streams]") {
+  const bool gated = has_cap(ACCEL_CAP_HOST_FUNCTIONS);
+  static const char* const kNames[] = {"conf a", "conf b", "conf c", "conf d"};
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    Stream s(d);
+    Gate gate;
+    if (gated) ACCEL_REQUIRE_OK(gate.launch(s));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 50; ++i) {
+          if (accel_stream_set_name(s, kNames[(t + i) % 4]) != ACCEL_SUCCESS) ++failures;
+        }
+      });
+    }
+    {
+      Deadline watchdog("accel_stream_set_name", kWaitLimit,
+                        "stream_set_name must never wait for the stream's queued work");
+      for (auto& t : threads) t.join();
+    }
+    CHECK(failures.load() == 0);
+    char name[ACCEL_STREAM_NAME_MAX + 1];
+    size_t length = 0;
+    ACCEL_CHECK_OK(accel_stream_get_name(s, name, sizeof name, &length));
+    CHECK(std::string(name).rfind("conf ", 0) == 0);
+    gate.release();
+    ACCEL_CHECK_OK(stream_synchronize(s));
+  }
+  accel_stream_t def = globals().default_streams[0];
+  ACCEL_CHECK_OK(accel_stream_set_name(def, "conformance default"));
+}
+
 TEST_CASE("stream_synchronize and accel_synchronize really wait", "[streams]") {
   if (!need_cap(ACCEL_CAP_HOST_FUNCTIONS, "host functions")) return;
   ThreadStateGuard guard;

@@ -458,6 +458,26 @@ TEST_CASE("Stream: create / query / synchronize / device / priority", "[cxx][str
   CHECK_THROWS_AS(accel::Stream::create(2), accel::Error);
 }
 
+TEST_CASE("Stream: set_name names the stream; a bad name throws and changes nothing",
+          "[cxx][stream]") {
+  reset_thread_state();
+  accel::Stream s = accel::Stream::create();
+  CHECK(s.name().empty());
+  s.set_name("loader");
+  CHECK(s.name() == "loader");
+  s.set_name(std::string_view("prefetch and more", 8));  // not NUL-terminated
+  CHECK(s.name() == "prefetch");
+  const std::string too_long(ACCEL_STREAM_NAME_MAX + 1, 'n');
+  for (std::string_view bad : {std::string_view(), std::string_view(too_long),
+                               std::string_view("a\0b", 3), std::string_view("bell\a")}) {
+    CHECK_THROWS_AS(s.set_name(bad), accel::Error);
+    CHECK(s.name() == "prefetch");
+  }
+  accel::Stream current = accel::Stream::current();
+  current.set_name("main");
+  CHECK(accel::Stream::current().name() == "main");
+}
+
 TEST_CASE("Stream: current and default streams are non-owning", "[cxx][stream]") {
   reset_thread_state();
   {

@@ -266,6 +266,7 @@ int write_workload_snapshot(const char* path) {
   accel_stream_t s1 = nullptr, s2 = nullptr;
   WL_CHECK(accel_stream_create(0, 0, &s1));
   WL_CHECK(accel_stream_create(0, 0, &s2));
+  WL_CHECK(accel_stream_set_name(s1, "loader"));  // the summary shows it (caching test)
   // s1: a small segment holding three blocks, the middle one freed (an
   // inactive block between live ones), and two large segments.
   void *a = nullptr, *b = nullptr, *c = nullptr, *big = nullptr, *huge = nullptr;
@@ -348,6 +349,9 @@ TEST_CASE("accelctl memory --snapshot summarises a caching snapshot", "[accelctl
   CHECK(s["blocks"]["active_pending_free"]["count"].get<int64_t>() >= 1);
   CHECK(s["fragmentation"].get<double>() >= 1.0);
   CHECK(s["streams"].size() >= 2);
+  int named = 0;
+  for (const json& st : s["streams"]) named += st.value("stream_name", "") == "loader";
+  CHECK(named == 1);  // s1, named by the workload; s2 has no stream_name
   CHECK(s["history"]["max_entries"] == 1000);
   CHECK(s["history"]["by_action"]["alloc"].get<int64_t>() >= 7);
   CHECK(s["history"]["by_action"]["segment_alloc"].get<int64_t>() >= 4);
@@ -366,6 +370,7 @@ TEST_CASE("accelctl memory --snapshot summarises a caching snapshot", "[accelctl
   CHECK(t.out.find("largest free block: " + s["largest_free_block"].dump() + " bytes") !=
         std::string::npos);
   CHECK(t.out.find("Consistency: ok") != std::string::npos);
+  CHECK(t.out.find(" (loader): ") != std::string::npos);
 }
 
 TEST_CASE("accelctl memory --snapshot summarises a backend:native snapshot", "[accelctl][memory]") {

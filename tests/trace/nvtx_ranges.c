@@ -1,4 +1,6 @@
-/* accel_range_push/pop reach NVTX while cuda is current, and only then.
+/* accel_range_push/pop and accel_stream_set_name reach NVTX while cuda is
+ * current, and only then: the tool sees the ranges, and the stream's name
+ * with the CUstream accel_stream_native_handle reports.
  * Run with NVTX_INJECTION64_PATH naming tests/fakes/nvtx's tool and
  * FAKE_NVTX_LOG a fresh file; argv[1] is "forwarded" (cuda, through its
  * fake driver) or "not-forwarded" (sim). Exits 0 when the tool's log is
@@ -28,8 +30,22 @@ int main(int argc, char** argv) {
   }
   /* Misuse is refused before NVTX sees it. */
   if (accel_range_pop() != ACCEL_ERROR_INVALID_ARGUMENT) return 1;
-
-  const char* want = forwarded ? "push step\npush inner\npop\npop\n" : "";
+  accel_stream_t s = NULL;
+  accel_native_handle_t h;
+  memset(&h, 0, sizeof h);
+  h.struct_size = sizeof h;
+  if (accel_stream_create(-1, 0, &s) != ACCEL_SUCCESS ||
+      accel_stream_set_name(s, "copy engine 1") != ACCEL_SUCCESS ||
+      accel_stream_set_name(s, "") != ACCEL_ERROR_INVALID_ARGUMENT ||
+      (forwarded && accel_stream_native_handle(s, &h) != ACCEL_SUCCESS)) {
+    fprintf(stderr, "naming a stream failed: %s\n", accel_last_error());
+    return 1;
+  }
+  char want[256] = "";
+  if (forwarded)
+    snprintf(want, sizeof want, "push step\npush inner\npop\npop\nname-stream %p copy engine 1\n",
+             h.handle);
+  if (accel_stream_destroy(s) != ACCEL_SUCCESS) return 1;
   char got[256] = {0};
   FILE* f = fopen(getenv("FAKE_NVTX_LOG"), "r");
   if (f != NULL) {
@@ -44,6 +60,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "the NVTX tool saw:\n%s---\nexpected:\n%s---\n", got, want);
     return 1;
   }
-  printf("NVTX saw %s\n", forwarded ? "both ranges" : "nothing, as expected");
+  printf("NVTX saw %s\n", forwarded ? "both ranges and the stream's name" : "nothing, as expected");
   return 0;
 }

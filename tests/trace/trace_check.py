@@ -16,6 +16,11 @@ trace_check.py MODE -- PROGRAM ARGS...
            child's range or its accel_is_available call).
   dropped  trace_api.c with ACCEL_TRACE_BUFFER=64: the file is still valid
            and says how many records were dropped.
+  names    tests/trace/stream_names.c: a lane per named stream titled
+           "NAME (stream N, ...)" with the stream's spans from before its
+           rename too, no lane left with an old name, unnamed lanes as
+           before; and the memory snapshot it writes gives "stream_name"
+           to the named streams' segments and history events only.
   refused  ACCEL_TRACE relative, in a missing folder, a FIFO without a
            reader and one with a reader: a warning, tracing off, the program
            still runs; no file made (nor the folder), the FIFO left a FIFO
@@ -284,6 +289,8 @@ def main():
     argv = sys.argv[sep + 1:]
     if mode == "refused":
         check_refused(argv)
+    elif mode == "names":
+        check_names(argv)
     else:
         tmp = tempfile.mkdtemp(prefix="accel-trace-")
         snap = os.path.join(tmp, "snapshot")
@@ -315,6 +322,61 @@ def main():
                     check_fork_child(ev, p, snap)
     print("trace_check: " + ("PASS" if not fails else "FAIL (%d)" % len(fails)))
     return 0 if not fails else 1
+
+
+def check_names(argv):
+    tmp = tempfile.mkdtemp(prefix="accel-trace-")
+    snap_path = os.path.join(tmp, "snapshot.json")
+    d, p = traced(argv, tmp, {"STREAM_NAMES_SNAPSHOT": snap_path})
+    if d is None or p.returncode != 0:
+        return
+    ev = check_schema(d)
+    titles = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    spans = [e for e in ev if e["ph"] == "X" and e.get("cat") not in (None, "api")]
+
+    def lanes(pattern):
+        return [k for k, t in titles.items() if re.fullmatch(pattern, t)]
+
+    named = lanes(r"pipeline A \(stream \d+, priority 0\)")
+    if len(named) != 1:
+        fail("expected one lane titled 'pipeline A (stream N, priority 0)': %r" % titles)
+    else:
+        memsets = [e for e in spans if (e["pid"], e["tid"]) == named[0] and e["cat"] == "memset"]
+        if len(memsets) != 2:
+            fail("the renamed stream's lane holds %d memsets, expected the one from before the "
+                 "rename and the one after" % len(memsets))
+    if len(lanes(r"main \(stream \d+, default\)")) != 1:
+        fail("expected one lane titled 'main (stream N, default)': %r" % titles)
+    if len(lanes(r"stream \d+ \(priority 0\)")) != 1:
+        fail("expected the unnamed stream's lane titled 'stream N (priority 0)': %r" % titles)
+    stale = [t for t in titles.values() if "first name" in t or "y" * 63 in t]
+    if stale:
+        fail("lanes keep a name their stream no longer has: %r" % stale)
+    try:
+        with open(snap_path) as f:
+            snap = json.load(f)
+    except (OSError, ValueError) as e:
+        fail("the snapshot is missing or not JSON: %s" % e)
+        return
+    segs = snap.get("segments", [])
+    got = sorted(s.get("stream_name", "") for s in segs)
+    if "pipeline A" not in got or "main" not in got or "" not in got:
+        fail("segments' stream_name values %r: expected 'pipeline A', 'main' and one without" % got)
+    if any(n not in ("pipeline A", "main", "") for n in got):
+        fail("a segment has a name no stream has: %r" % got)
+    by_stream = {}
+    for s in segs:
+        by_stream.setdefault(s["stream"], set()).add(s.get("stream_name"))
+    if any(len(v) != 1 for v in by_stream.values()):
+        fail("segments of one stream disagree on its name: %r" % by_stream)
+    events = snap.get("history", {}).get("events", [])
+    allocs = [e for e in events if e.get("action") == "alloc"]
+    names = sorted(e.get("stream_name", "") for e in allocs)
+    if names != ["", "main", "pipeline A"]:
+        fail("history allocs have stream_name %r, expected '', 'main' and 'pipeline A'" % names)
+    print("trace_check: %d lanes titled, %d segments, %d history events"
+          % (len(titles), len(segs), len(events)))
 
 
 def check_api(ev, p, host_pid, api, spans, other):

@@ -250,6 +250,7 @@ struct Reader {
 };
 
 struct StreamTotals {
+  std::string name;  // the snapshot's stream_name, "" when the stream has none
   int64_t segments = 0;
   int64_t blocks = 0;
   int64_t reserved = 0;
@@ -344,6 +345,8 @@ void tally_segment(const Reader& r, const json& seg, size_t i, SegmentTotals& t)
         fmt::format("{}: segment_type \"{}\" is neither small nor large", where, type));
   }
   StreamTotals& st = t.streams[r.text(seg, "stream", where)];
+  if (auto it = seg.find("stream_name"); it != seg.end() && it->is_string())
+    st.name = it->get<std::string>();
   ++st.segments;
   st.reserved += total;
   st.allocated += seg_allocated;
@@ -385,12 +388,14 @@ void put_segment_totals(json& s, const SegmentTotals& t) {
     blocks[state] = {{"count", cb.first}, {"bytes", cb.second}};
   s["blocks"] = std::move(blocks);
   json stream_list = json::array();
-  for (const auto& [name, st] : t.streams)
+  for (const auto& [name, st] : t.streams) {
     stream_list.push_back({{"stream", name},
                            {"segments", st.segments},
                            {"blocks", st.blocks},
                            {"reserved_bytes", st.reserved},
                            {"allocated_bytes", st.allocated}});
+    if (!st.name.empty()) stream_list.back()["stream_name"] = st.name;
+  }
   s["streams"] = std::move(stream_list);
 }
 
@@ -488,9 +493,11 @@ void print_summary(const std::string& path, const json& s,
   if (s["streams"].empty()) fmt::print("  none\n");
   for (const json& st : s["streams"]) {
     // backend:native records no stream: its frees are not stream-ordered.
-    const std::string name = st["stream"].get<std::string>();
-    fmt::print("  {}: {} segment{}, {} block{}, reserved {}, allocated {}\n",
-               name.empty() ? "(no stream)" : name, st["segments"].get<int64_t>(),
+    std::string name = st["stream"].get<std::string>();
+    if (name.empty()) name = "(no stream)";
+    if (st.contains("stream_name")) name += " (" + st["stream_name"].get<std::string>() + ")";
+    fmt::print("  {}: {} segment{}, {} block{}, reserved {}, allocated {}\n", name,
+               st["segments"].get<int64_t>(),
                st["segments"].get<int64_t>() == 1 ? "" : "s", st["blocks"].get<int64_t>(),
                st["blocks"].get<int64_t>() == 1 ? "" : "s",
                bytes_text(st["reserved_bytes"].get<int64_t>()),
