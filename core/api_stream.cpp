@@ -13,6 +13,7 @@
 #include "host_services.hpp"
 #include "log.hpp"
 #include "runtime.hpp"
+#include "staging.hpp"
 
 using namespace accel::core;
 
@@ -193,6 +194,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     // Cached memory of the stream moves to the default stream once the
     // stream's queued work is done (a marker recorded now, before it goes).
     retire_stream_memory(stream);
+    retire_stream_staging(stream);
     retire_stream_host_memory(stream);
     trace_stream_destroying(stream);
     auto st =

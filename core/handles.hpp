@@ -22,6 +22,8 @@ constexpr uint32_t kStreamMagic = 0x5354524du;  // "STRM"
 constexpr uint32_t kEventMagic = 0x45564e54u;   // "EVNT"
 constexpr uint32_t kDeadMagic = 0xdeadbeefu;
 
+struct Staging;  // staging.cpp
+
 }  // namespace accel::core
 
 struct accel_stream_s {
@@ -50,6 +52,10 @@ struct accel_stream_s {
   // Cleared when the handle is destroyed, before the slot is reused.
   std::atomic<bool> native_cached{false};
   accel_native_handle_t native_handle{};
+  // The ring that stages copies from pageable memory (staging.hpp), made at
+  // the slot's first such copy and kept with the slot (emptied when the
+  // stream is destroyed).
+  std::atomic<accel::core::Staging*> staging{nullptr};
 };
 
 struct accel_event_s {
