@@ -196,6 +196,7 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     retire_stream_memory(stream);
     retire_stream_staging(stream);
     retire_stream_host_memory(stream);
+    release_stream_staging(stream);
     trace_stream_destroying(stream);
     auto st =
         call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });

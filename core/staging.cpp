@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "callbacks.hpp"
@@ -34,6 +35,9 @@ struct Staging {
   std::vector<std::unique_ptr<Block>> blocks;
   size_t current = 0;  // the block being filled, when blocks is not empty
   size_t used = 0;     // bytes of it handed out
+  // Blocks between retire_stream_staging and release_stream_staging.
+  std::vector<void*> retired;
+  Backend* retired_backend = nullptr;
 };
 
 namespace {
@@ -178,6 +182,29 @@ accel_status_t pageable_copy(const char* fn, void* dst, const void* src, size_t 
   return call_plugin(b, "stream_synchronize", [&] { return b.api.stream_synchronize(s->native); });
 }
 
+namespace {
+
+// Markers of destroyed streams' rings, destroyed once complete: an event
+// destroyed with its record still pending may wait for it on some backends,
+// and accel_stream_destroy returns at once.
+std::mutex g_retired_mutex;
+std::vector<std::pair<Backend*, accel_plugin_event_t>> g_retired;
+
+void drop_completed_markers(std::vector<std::pair<Backend*, accel_plugin_event_t>>& keep) {
+  std::vector<std::pair<Backend*, accel_plugin_event_t>> still;
+  for (auto& [b, ev] : keep) {
+    begin_plugin_call();
+    if (b->api.event_query(ev) == ACCEL_SUCCESS) {
+      (void)call_plugin(*b, "event_destroy", [&] { return b->api.event_destroy(ev); });
+    } else {
+      still.emplace_back(b, ev);
+    }
+  }
+  keep.swap(still);
+}
+
+}  // namespace
+
 void retire_stream_staging(accel_stream_s* s) {
   Staging* r = s->staging.load(std::memory_order_acquire);
   if (r == nullptr) return;
@@ -186,12 +213,25 @@ void retire_stream_staging(accel_stream_s* s) {
   for (auto& k : r->blocks) {
     // The cache reuses the block once the stream's copies from it have run.
     (void)host_cache(b).record_use(k->base, s);
-    (void)host_cache(b).free(k->base);
-    (void)call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(k->marker); });
+    r->retired.push_back(k->base);
   }
+  r->retired_backend = &b;
+  std::vector<std::pair<Backend*, accel_plugin_event_t>> markers;
+  for (auto& k : r->blocks) markers.emplace_back(&b, k->marker);
   r->blocks.clear();
   r->current = 0;
   r->used = 0;
+  std::lock_guard retired(g_retired_mutex);
+  drop_completed_markers(g_retired);
+  g_retired.insert(g_retired.end(), markers.begin(), markers.end());
+}
+
+void release_stream_staging(accel_stream_s* s) {
+  Staging* r = s->staging.load(std::memory_order_acquire);
+  if (r == nullptr) return;
+  std::lock_guard lock(r->mu);
+  for (void* p : r->retired) (void)host_cache(*r->retired_backend).free(p);
+  r->retired.clear();
 }
 
 }  // namespace accel::core

@@ -35,9 +35,13 @@ inline constexpr size_t kStagingRingBlocks = 4;
 accel_status_t pageable_copy(const char* fn, void* dst, const void* src, size_t bytes,
                              accel_memcpy_kind_t kind, accel_stream_s* stream);
 
-// accel_stream_destroy, before the plugin's stream_destroy: the ring's
-// blocks go back to the host cache, which reuses them once the stream's
-// queued copies from them have run.
+// accel_stream_destroy, before the plugin's stream_destroy, in two steps
+// around retire_stream_host_memory (which records the host cache's markers
+// on the stream while it still exists): retire names the stream as a user
+// of each block of the ring and takes the blocks out of it; release frees
+// them into the host cache, which reuses them once the stream's queued
+// copies from them have run.
 void retire_stream_staging(accel_stream_s* stream);
+void release_stream_staging(accel_stream_s* stream);
 
 }  // namespace accel::core

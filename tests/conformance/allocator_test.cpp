@@ -475,6 +475,12 @@ TEST_CASE("free_async on another stream waits for that stream", "[memory][alloca
   ACCEL_REQUIRE_OK(accel_malloc_async(kBytes, a, &p));
   const auto want = fill(kBytes, 9);
   std::vector<unsigned char> seen(kBytes, 0);
+  // Queued behind a gate: pageable memory would make the copy wait for it.
+  Registered seen_registered(seen.data(), kBytes);
+  if (!seen_registered.ok()) {
+    note_not_run("free_async behind a gate (no host memory)");
+    return;
+  }
   ACCEL_REQUIRE_OK(accel_memcpy_async(p, want.data(), kBytes, ACCEL_MEMCPY_HOST_TO_DEVICE, a));
   ACCEL_REQUIRE_OK(stream_synchronize(a));
   Gate gate;
