@@ -358,6 +358,9 @@ TEST_CASE("sim modules: kernels are ordered with copies and host functions", "[s
   CHECK_OK(accel_memset_async(db.p, 0, db.bytes(), s.s));
   CHECK_OK(accel_stream_synchronize(s.s));
 
+  // Registered: the copy into `c` is queued behind the gate, and a copy into
+  // pageable memory would wait for it.
+  CHECK_OK(accel_host_register(c.data(), c.size() * sizeof(float), 0));
   Gate gate;
   Probe probe;
   probe.host = &c;
@@ -379,6 +382,7 @@ TEST_CASE("sim modules: kernels are ordered with copies and host functions", "[s
   CHECK(probe.before_copy == 1);
   CHECK(probe.after_copy == 1);
   CHECK(c == expect);
+  CHECK_OK(accel_host_unregister(c.data()));
 }
 
 TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-modules]") {
