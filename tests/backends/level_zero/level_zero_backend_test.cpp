@@ -290,7 +290,8 @@ struct Ze {
   X(zeContextDestroy)                                                                           \
   X(zeDeviceGetCommandQueueGroupProperties)                                                     \
   X(zeCommandListCreateImmediate)                                                               \
-  X(zeCommandListDestroy) X(zeCommandListAppendMemoryFill) X(zeCommandListAppendMemoryCopy)     \
+  X(zeCommandListDestroy)                                                                       \
+  X(zeCommandListAppendMemoryFill) X(zeCommandListAppendMemoryCopy)                             \
       X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendSignalEvent) X(zeEventPoolCreate) \
           X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)         \
               X(zeEventHostReset) X(zeEventHostSynchronize) X(zeEventQueryStatus)               \
@@ -609,6 +610,8 @@ TEST_CASE("streams from the program's own immediate command lists",
     CHECK(where == 0);
     // accel, the program, accel on the wrapped list.
     std::vector<unsigned char> out(n, 0);
+    // Registered: a copy into pageable memory would wait for the gate.
+    REQUIRE_OK(accel_host_register(out.data(), n, 0));
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, w));
     z.close_gate_on(list);
     REQUIRE(z.zeCommandListAppendMemoryFill(list, d, &kFill, 1, 8, nullptr, 0, nullptr) ==
@@ -629,6 +632,7 @@ TEST_CASE("streams from the program's own immediate command lists",
     auto want = in;
     std::memset(want.data(), kFill, 8);
     CHECK(out == want);
+    REQUIRE_OK(accel_host_unregister(out.data()));
     CHECK(becomes_idle(w));
     REQUIRE_OK(accel_event_destroy(e));
     REQUIRE_OK(accel_stream_destroy(w));
@@ -789,6 +793,9 @@ void peer_copies_in_stream_order() {
       REQUIRE_OK(accel_malloc(dst, n, &b));
       const auto in = pattern(n, static_cast<unsigned>(src * 2 + on));
       std::vector<unsigned char> out(n, 0);
+      // Registered: a copy into it may wait behind the host function below
+      // (into pageable memory it would not return until then).
+      REQUIRE_OK(accel_host_register(out.data(), n, 0));
       accel_stream_t ss = nullptr, ds = nullptr;
       REQUIRE_OK(accel_current_stream(src, &ss));
       REQUIRE_OK(accel_current_stream(dst, &ds));
@@ -817,6 +824,7 @@ void peer_copies_in_stream_order() {
         REQUIRE_OK(accel_memcpy_async(out.data(), b, n, ACCEL_MEMCPY_DEVICE_TO_HOST, ds));
       REQUIRE_OK(accel_stream_synchronize(ds));
       CHECK(out == in);
+      REQUIRE_OK(accel_host_unregister(out.data()));
       // accel_memcpy_async DEVICE_TO_DEVICE between devices takes the same path.
       std::vector<unsigned char> again(n, 0);
       REQUIRE_OK(accel_memcpy_async(a, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, ss));

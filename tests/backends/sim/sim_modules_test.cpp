@@ -410,6 +410,9 @@ TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-m
   CHECK_OK(accel_event_record(done, producer.s));
   CHECK_OK(accel_stream_wait_event(consumer.s, done));
   std::vector<float> c(n, 0.0f);
+  // Registered: the copy waits behind the gate (into pageable memory it
+  // would not return until then).
+  CHECK_OK(accel_host_register(c.data(), c.size() * sizeof(float), 0));
   CHECK_OK(accel_memcpy_async(c.data(), dc.p, dc.bytes(), ACCEL_MEMCPY_DEVICE_TO_HOST, consumer.s));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(accel_event_query(done) == ACCEL_ERROR_NOT_READY);
@@ -417,6 +420,7 @@ TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-m
   gate.release();
   CHECK_OK(accel_stream_synchronize(consumer.s));
   CHECK(c == host_vector_add(a, b));
+  CHECK_OK(accel_host_unregister(c.data()));
   CHECK(accel_event_query(done) == ACCEL_SUCCESS);
   float ms = -1.0f;
   CHECK_OK(accel_event_elapsed_time(start, done, &ms));
