@@ -182,29 +182,6 @@ accel_status_t pageable_copy(const char* fn, void* dst, const void* src, size_t 
   return call_plugin(b, "stream_synchronize", [&] { return b.api.stream_synchronize(s->native); });
 }
 
-namespace {
-
-// Markers of destroyed streams' rings, destroyed once complete: an event
-// destroyed with its record still pending may wait for it on some backends,
-// and accel_stream_destroy returns at once.
-std::mutex g_retired_mutex;
-std::vector<std::pair<Backend*, accel_plugin_event_t>> g_retired;
-
-void drop_completed_markers(std::vector<std::pair<Backend*, accel_plugin_event_t>>& keep) {
-  std::vector<std::pair<Backend*, accel_plugin_event_t>> still;
-  for (auto& [b, ev] : keep) {
-    begin_plugin_call();
-    if (b->api.event_query(ev) == ACCEL_SUCCESS) {
-      (void)call_plugin(*b, "event_destroy", [&] { return b->api.event_destroy(ev); });
-    } else {
-      still.emplace_back(b, ev);
-    }
-  }
-  keep.swap(still);
-}
-
-}  // namespace
-
 void retire_stream_staging(accel_stream_s* s) {
   Staging* r = s->staging.load(std::memory_order_acquire);
   if (r == nullptr) return;
@@ -216,14 +193,13 @@ void retire_stream_staging(accel_stream_s* s) {
     r->retired.push_back(k->base);
   }
   r->retired_backend = &b;
-  std::vector<std::pair<Backend*, accel_plugin_event_t>> markers;
-  for (auto& k : r->blocks) markers.emplace_back(&b, k->marker);
+  // A marker may still be pending: its record completes with the stream's
+  // queued work whether or not the event lives on.
+  for (auto& k : r->blocks)
+    (void)call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(k->marker); });
   r->blocks.clear();
   r->current = 0;
   r->used = 0;
-  std::lock_guard retired(g_retired_mutex);
-  drop_completed_markers(g_retired);
-  g_retired.insert(g_retired.end(), markers.begin(), markers.end());
 }
 
 void release_stream_staging(accel_stream_s* s) {
