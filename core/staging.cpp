@@ -187,9 +187,15 @@ void retire_stream_staging(accel_stream_s* s) {
   if (r == nullptr) return;
   Backend& b = *s->backend;
   std::lock_guard lock(r->mu);
+  // An idle stream has run every copy from its blocks: the cache may reuse
+  // them at once (and holds no marker, which would keep a vendor queue
+  // referenced until it is polled).
+  begin_plugin_call();
+  const bool idle = b.api.stream_query != nullptr && b.api.stream_query(s->native) == ACCEL_SUCCESS;
   for (auto& k : r->blocks) {
-    // The cache reuses the block once the stream's copies from it have run.
-    (void)host_cache(b).record_use(k->base, s);
+    // Otherwise the cache reuses the block once the stream's copies from it
+    // have run.
+    if (!idle) (void)host_cache(b).record_use(k->base, s);
     r->retired.push_back(k->base);
   }
   r->retired_backend = &b;
