@@ -15,6 +15,7 @@
 #include "memory_table.hpp"
 #include "peer.hpp"
 #include "runtime.hpp"
+#include "staging.hpp"
 
 using namespace accel::core;
 
@@ -310,8 +311,13 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                     : check_host_pointer(fn, "src", src, host);
     if (st != ACCEL_SUCCESS) return st;
     TraceSpan span(stream);
-    st = call_plugin(b, "memcpy_async",
-                     [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
+    if (kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE && host.type == ACCEL_MEMORY_UNKNOWN) {
+      // Pageable host memory: staged or waited for, as CUDA does.
+      st = pageable_copy(fn, dst, src, bytes, kind, stream);
+    } else {
+      st = call_plugin(b, "memcpy_async",
+                       [&] { return b.api.memcpy_async(dst, src, bytes, kind, stream->native); });
+    }
     if (span) span.end(st, {.kind = SpanKind::copy, .bytes = bytes, .copy_kind = kind});
     // A cached pinned block is not reused before this copy has run.
     if (st == ACCEL_SUCCESS && host.type == ACCEL_MEMORY_HOST_PINNED) note_host_use(host, stream);

@@ -15,6 +15,7 @@
 #include "host_services.hpp"
 #include "log.hpp"
 #include "runtime.hpp"
+#include "staging.hpp"
 
 using namespace accel::core;
 
@@ -248,7 +249,9 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
     // Cached memory of the stream moves to the default stream once the
     // stream's queued work is done (a marker recorded now, before it goes).
     retire_stream_memory(stream);
+    retire_stream_staging(stream);
     retire_stream_host_memory(stream);
+    release_stream_staging(stream);
     trace_stream_destroying(stream);
     auto st =
         call_plugin(b, "stream_destroy", [&] { return b.api.stream_destroy(stream->native); });

@@ -23,6 +23,8 @@ constexpr uint32_t kStreamMagic = 0x5354524du;  // "STRM"
 constexpr uint32_t kEventMagic = 0x45564e54u;   // "EVNT"
 constexpr uint32_t kDeadMagic = 0xdeadbeefu;
 
+struct Staging;  // staging.cpp
+
 }  // namespace accel::core
 
 struct accel_stream_s {
@@ -54,6 +56,10 @@ struct accel_stream_s {
   // accel_stream_set_name's name, "" when never named. Written and read
   // under stream_name_mutex(). Cleared when the handle is destroyed.
   char name[ACCEL_STREAM_NAME_MAX + 1] = {};
+  // The ring that stages copies from pageable memory (staging.hpp), made at
+  // the slot's first such copy and kept with the slot (emptied when the
+  // stream is destroyed).
+  std::atomic<accel::core::Staging*> staging{nullptr};
 };
 
 struct accel_event_s {

@@ -465,14 +465,35 @@ typedef enum accel_memcpy_kind {
 
 /* Queues a copy of `bytes` bytes from `src` to `dst` on `stream` (NULL: the
  * current stream of the current device). Device pointers must lie, with all
- * `bytes`, inside live allocations of the stream's device; host memory must
- * stay valid and unchanged until the copy completes. bytes == 0 is a no-op
- * that succeeds whatever dst and src are (NULL included; CUDA and HIP do the
- * same), once the stream is valid.
+ * `bytes`, inside live allocations of the stream's device. bytes == 0 is a
+ * no-op that succeeds whatever dst and src are (NULL included; CUDA and HIP
+ * do the same), once the stream is valid.
+ * What is synchronous follows CUDA's "API synchronization behavior" for
+ * cudaMemcpyAsync, on every backend alike:
+ *  - host memory from accel_host_malloc or accel_host_register (pinned):
+ *    fully asynchronous; it must stay valid and unchanged until the copy
+ *    completes (synchronize the stream or an event recorded after it);
+ *  - from pageable host memory (any other host pointer) to the device: the
+ *    call returns once `src` has been read, so the caller may reuse or free
+ *    it at once. Up to 1 MiB the bytes are staged into pinned memory (a ring
+ *    of pinned blocks per stream) and the device copy stays asynchronous;
+ *    the call waits only when every block of the ring still holds queued
+ *    copies. Larger copies are queued and then waited for (as a stream
+ *    synchronize: also for the work queued before them);
+ *  - from the device to pageable host memory: the call returns once the
+ *    copy has completed (it waits for the stream);
+ *  - device to device: asynchronous.
+ * From a host function on `stream` itself, a pageable copy that would wait
+ * (to the host, or from the host above 1 MiB) is refused with
+ * ACCEL_ERROR_INVALID_ARGUMENT, as every wait for its own stream is; a
+ * smaller one from the host is staged without waiting.
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL pointer, bad kind, range
- * outside an allocation), ACCEL_ERROR_DEVICE_MISMATCH (device pointer of
+ * outside an allocation, a pageable copy that would wait from a host
+ * function of its stream), ACCEL_ERROR_DEVICE_MISMATCH (device pointer of
  * another device), ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_NOT_SUPPORTED,
- * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE. cuMemcpyAsync. */
+ * ACCEL_ERROR_OUT_OF_MEMORY (no pinned memory for staging),
+ * ACCEL_ERROR_FORKED, ACCEL_ERROR_BACKEND_FAILURE (also a failure of the
+ * work waited for). Thread-safe. cuMemcpyAsync. */
 ACCEL_API accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                                             accel_memcpy_kind_t kind, accel_stream_t stream);
 

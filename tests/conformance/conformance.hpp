@@ -207,6 +207,28 @@ class Event {
   accel_event_t e_ = nullptr;
 };
 
+// Registers [p, p + bytes) with accel_host_register while it lives, so that
+// copies into it stay asynchronous (a copy into pageable memory returns only
+// once it has completed, CUDA's rule): for tests that queue such a copy
+// behind a closed gate. ok() is false where the backend has no host memory
+// (ACCEL_CAP_HOST_MEMORY). Declare it after the memory it registers.
+class Registered {
+ public:
+  Registered(void* p, size_t bytes)
+      : p_(p),
+        ok_(has_cap(ACCEL_CAP_HOST_MEMORY) && accel_host_register(p, bytes, 0) == ACCEL_SUCCESS) {}
+  ~Registered() {
+    if (ok_) (void)accel_host_unregister(p_);
+  }
+  Registered(const Registered&) = delete;
+  Registered& operator=(const Registered&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  void* p_;
+  bool ok_;
+};
+
 class DeviceMem {
  public:
   DeviceMem(int32_t device, size_t bytes);

@@ -1,7 +1,10 @@
 // Conformance: device memory: allocation, copies, memset, info, statistics.
 #include "conformance.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <random>
+#include <thread>
 
 using namespace conf;
 
@@ -338,4 +341,119 @@ TEST_CASE("memory statistics move with malloc and free", "[memory][stats]") {
     ACCEL_CHECK_ERROR(accel_memory_stats(device_count(), &st), ACCEL_ERROR_INVALID_DEVICE);
     ACCEL_CHECK_ERROR(accel_reset_peak_memory_stats(device_count()), ACCEL_ERROR_INVALID_DEVICE);
   }
+}
+
+// CUDA's rule for cudaMemcpyAsync and pageable host memory, kept by the core
+// on every backend: a copy from pageable memory has read it when the call
+// returns, a copy into pageable memory has written it.
+TEST_CASE("a pageable copy source may be overwritten and freed once the call returns", "[memory]") {
+  if (!need_group(globals().memory)) return;
+  if (!has_cap(ACCEL_CAP_HOST_FUNCTIONS)) {
+    note_not_run("pageable copies behind a gate (no host functions)");
+    return;
+  }
+  Stream s(0);
+  // Staged sizes (one, several per ring block, a whole block) and one that is
+  // copied and waited for.
+  for (size_t n : {size_t{4096}, size_t{256} << 10, size_t{1} << 20, size_t{3} << 20}) {
+    INFO("bytes " << n);
+    DeviceMem m(0, n);
+    const auto want = pattern(n, static_cast<uint32_t>(n));
+    Gate gate;
+    ACCEL_REQUIRE_OK(gate.launch(s));
+    auto src = std::make_unique<std::vector<unsigned char>>(want);
+    if (n <= (size_t{1} << 20)) {
+      // Staged: returns while the stream is still closed.
+      Deadline d("accel_memcpy_async (staged pageable source)", kLaunchLimit);
+      ACCEL_REQUIRE_OK(accel_memcpy_async(m.get(), src->data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
+    } else {
+      // Waited for: the gate opens from another thread meanwhile.
+      std::thread opener([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        gate.release();
+      });
+      Deadline d("accel_memcpy_async (waited-for pageable source)");
+      const accel_status_t st =
+          accel_memcpy_async(m.get(), src->data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s);
+      opener.join();
+      ACCEL_REQUIRE_OK(st);
+    }
+    std::fill(src->begin(), src->end(), static_cast<unsigned char>(0xEE));
+    src.reset();
+    gate.release();
+    std::vector<unsigned char> got(n, 0);
+    ACCEL_REQUIRE_OK(accel_memcpy_async(got.data(), m.get(), n, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("a copy into pageable memory has completed when the call returns", "[memory]") {
+  if (!need_group(globals().memory)) return;
+  if (!has_cap(ACCEL_CAP_HOST_FUNCTIONS)) {
+    note_not_run("pageable copies behind a host function (no host functions)");
+    return;
+  }
+  Stream s(0);
+  const size_t n = 64 << 10;
+  DeviceMem m(0, n);
+  ACCEL_REQUIRE_OK(accel_memset_async(m.get(), 0x5A, n, s));
+  // A host function ahead of the copy keeps the stream busy for a while.
+  Sleeper slow(30);
+  ACCEL_REQUIRE_OK(slow.launch(s));
+  std::vector<unsigned char> got(n, 0);
+  {
+    Deadline d("accel_memcpy_async (into pageable memory)");
+    ACCEL_REQUIRE_OK(accel_memcpy_async(got.data(), m.get(), n, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+  }
+  CHECK(slow.done());
+  CHECK(got == std::vector<unsigned char>(n, 0x5A));
+  ACCEL_REQUIRE_OK(stream_synchronize(s));
+}
+
+namespace {
+
+// From a host function on the copy's own stream: a small pageable source is
+// staged, a copy that would wait for the stream is refused.
+struct OwnStreamCopies {
+  accel_stream_t stream = nullptr;
+  void* dev = nullptr;
+  accel_status_t h2d = ACCEL_ERROR_INTERNAL, d2h = ACCEL_ERROR_INTERNAL,
+                 large_h2d = ACCEL_ERROR_INTERNAL;
+  std::vector<unsigned char> large = std::vector<unsigned char>(size_t{2} << 20, 1);
+  static void fn(void* self) {
+    auto* c = static_cast<OwnStreamCopies*>(self);
+    std::vector<unsigned char> small(4096, 0x42);
+    c->h2d = accel_memcpy_async(c->dev, small.data(), small.size(), ACCEL_MEMCPY_HOST_TO_DEVICE,
+                                c->stream);
+    std::fill(small.begin(), small.end(), static_cast<unsigned char>(0));
+    std::vector<unsigned char> into(4096, 0);
+    c->d2h = accel_memcpy_async(into.data(), c->dev, into.size(), ACCEL_MEMCPY_DEVICE_TO_HOST,
+                                c->stream);
+    c->large_h2d = accel_memcpy_async(c->dev, c->large.data(), c->large.size(),
+                                      ACCEL_MEMCPY_HOST_TO_DEVICE, c->stream);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pageable copies from a host function on their own stream", "[memory]") {
+  if (!need_group(globals().memory)) return;
+  if (!has_cap(ACCEL_CAP_HOST_FUNCTIONS)) {
+    note_not_run("pageable copies from a host function (no host functions)");
+    return;
+  }
+  Stream s(0);
+  DeviceMem m(0, size_t{2} << 20);
+  OwnStreamCopies c;
+  c.stream = s;
+  c.dev = m.get();
+  ACCEL_REQUIRE_OK(launch_host_func(s, &OwnStreamCopies::fn, &c));
+  ACCEL_REQUIRE_OK(stream_synchronize(s));
+  ACCEL_CHECK_OK(c.h2d);
+  CHECK(c.d2h == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(c.large_h2d == ACCEL_ERROR_INVALID_ARGUMENT);
+  std::vector<unsigned char> got(4096, 0);
+  ACCEL_REQUIRE_OK(accel_memcpy_async(got.data(), m.get(), 4096, ACCEL_MEMCPY_DEVICE_TO_HOST, s));
+  CHECK(got == std::vector<unsigned char>(4096, 0x42));
 }

@@ -34,6 +34,24 @@ using nlohmann::json;
 
 namespace {
 
+// Registers a vector's bytes with accel_host_register while it lives, for
+// copies into it queued behind a gate: into pageable memory a copy returns
+// only once it has completed (CUDA's rule), which the gate would hold up.
+// Declare it after the vector.
+class Registered {
+ public:
+  template <typename T>
+  explicit Registered(std::vector<T>& v) : p_(v.data()) {
+    REQUIRE(accel_host_register(p_, v.size() * sizeof(T), 0) == ACCEL_SUCCESS);
+  }
+  ~Registered() { accel_host_unregister(p_); }
+  Registered(const Registered&) = delete;
+  Registered& operator=(const Registered&) = delete;
+
+ private:
+  void* p_;
+};
+
 // Holds a stream in a host function until open(), the Gate's destruction,
 // or 30 s (a watchdog: a failed check never leaves a stream blocked). The
 // state is shared with the host function, which may outlive the Gate.
@@ -181,6 +199,7 @@ TEST_CASE("DeviceBuffer: freed while a copy into it is queued: stream-ordered",
   constexpr std::size_t n = 64 * 1024;  // 256 KiB: the small pool
   const std::vector<int> in = iota_vector(n, 7);
   std::vector<int> out(n, 0);
+  const Registered out_registered(out);
   accel::Stream a = accel::Stream::create(0);
   accel::Stream b = accel::Stream::create(0);
   Gate gate;
@@ -223,6 +242,7 @@ TEST_CASE("DeviceBuffer: record_stream keeps memory from reuse until that stream
   constexpr std::size_t n = 32 * 1024;
   const std::vector<int> in = iota_vector(n, -3);
   std::vector<int> out(n, 0);
+  const Registered out_registered(out);
   accel::Stream owner = accel::Stream::create(0);
   accel::Stream user = accel::Stream::create(0);
   Gate gate;
@@ -286,6 +306,7 @@ TEST_CASE("DeviceBuffer: a peer copy on the other device's stream orders the fre
   CHECK(next.data() == freed);  // what makes the data check below meaningful
   next.fill_bytes(0x11, s1);
   std::vector<int> out(n, 0);
+  const Registered out_registered(out);
   next.copy_to(out, s1);
   gate.open();
   REQUIRE(drained(s0));

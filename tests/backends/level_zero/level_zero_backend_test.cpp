@@ -284,16 +284,18 @@ namespace {
 // The loader's entry points the tests use.
 struct Ze {
 #define ZE_TEST_FN(fn) decltype(&::fn) fn = nullptr;
-#define ZE_TEST_FNS(X)                                                                     \
-  X(zeDriverGet)                                                                           \
-  X(zeContextCreate)                                                                       \
-  X(zeContextDestroy)                                                                      \
-  X(zeDeviceGetCommandQueueGroupProperties)                                                \
-  X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryFill) \
-      X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendWaitOnEvents)                  \
-          X(zeCommandListAppendSignalEvent) X(zeEventPoolCreate) X(zeEventPoolDestroy)     \
-              X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostReset)  \
-                  X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeMemGetAllocProperties)
+#define ZE_TEST_FNS(X)                                                                          \
+  X(zeDriverGet)                                                                                \
+  X(zeContextCreate)                                                                            \
+  X(zeContextDestroy)                                                                           \
+  X(zeDeviceGetCommandQueueGroupProperties)                                                     \
+  X(zeCommandListCreateImmediate)                                                               \
+  X(zeCommandListDestroy)                                                                       \
+  X(zeCommandListAppendMemoryFill) X(zeCommandListAppendMemoryCopy)                             \
+      X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendSignalEvent) X(zeEventPoolCreate) \
+          X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)         \
+              X(zeEventHostReset) X(zeEventHostSynchronize) X(zeEventQueryStatus)               \
+                  X(zeMemGetAllocProperties)
   ZE_TEST_FNS(ZE_TEST_FN)
   int (*live_lists)() = nullptr;  // the fake's fake_ze_live_command_lists
 
@@ -504,6 +506,8 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
 
   SECTION("accel, then the program, then accel: one order") {
     std::vector<unsigned char> out(n, 0);
+    // Registered: a copy into pageable memory would wait for the gate.
+    REQUIRE_OK(accel_host_register(out.data(), n, 0));
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
     z.close_gate_on(list);
     REQUIRE(z.zeCommandListAppendMemoryFill(list, dev + 16, &kFill, 1, 64, nullptr, 0, nullptr) ==
@@ -518,6 +522,7 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
     std::memset(want.data() + 16, kFill, 64);
     CHECK(out == want);
     CHECK(becomes_idle(s));
+    REQUIRE_OK(accel_host_unregister(out.data()));
   }
   SECTION("the program's commands last: synchronize, device synchronize, query, events") {
     void* pinned = nullptr;
@@ -605,6 +610,8 @@ TEST_CASE("streams from the program's own immediate command lists",
     CHECK(where == 0);
     // accel, the program, accel on the wrapped list.
     std::vector<unsigned char> out(n, 0);
+    // Registered: a copy into pageable memory would wait for the gate.
+    REQUIRE_OK(accel_host_register(out.data(), n, 0));
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, w));
     z.close_gate_on(list);
     REQUIRE(z.zeCommandListAppendMemoryFill(list, d, &kFill, 1, 8, nullptr, 0, nullptr) ==
@@ -625,6 +632,7 @@ TEST_CASE("streams from the program's own immediate command lists",
     auto want = in;
     std::memset(want.data(), kFill, 8);
     CHECK(out == want);
+    REQUIRE_OK(accel_host_unregister(out.data()));
     CHECK(becomes_idle(w));
     REQUIRE_OK(accel_event_destroy(e));
     REQUIRE_OK(accel_stream_destroy(w));
@@ -645,6 +653,8 @@ TEST_CASE("streams from the program's own immediate command lists",
     accel_stream_t w = nullptr;
     REQUIRE_OK(accel_stream_from_native(0, &h, ACCEL_NATIVE_TAKE_OWNERSHIP, &w));
     std::vector<unsigned char> out(n, 0);
+    // Registered: a copy into pageable memory would wait for the gate.
+    REQUIRE_OK(accel_host_register(out.data(), n, 0));
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, w));
     z.close_gate_on(list);
     REQUIRE_OK(accel_memcpy_async(out.data(), d, n, ACCEL_MEMCPY_DEVICE_TO_HOST, w));
@@ -654,6 +664,7 @@ TEST_CASE("streams from the program's own immediate command lists",
     z.open_gate();
     CHECK(live_lists_reach(z, lists - 1));
     CHECK(out == in);  // queued work completed
+    REQUIRE_OK(accel_host_unregister(out.data()));
   }
   SECTION("a context stated as NULL is the caller's promise") {
     ze_command_list_handle_t list = z.make_list(0);
@@ -782,6 +793,9 @@ void peer_copies_in_stream_order() {
       REQUIRE_OK(accel_malloc(dst, n, &b));
       const auto in = pattern(n, static_cast<unsigned>(src * 2 + on));
       std::vector<unsigned char> out(n, 0);
+      // Registered: a copy into it may wait behind the host function below
+      // (into pageable memory it would not return until then).
+      REQUIRE_OK(accel_host_register(out.data(), n, 0));
       accel_stream_t ss = nullptr, ds = nullptr;
       REQUIRE_OK(accel_current_stream(src, &ss));
       REQUIRE_OK(accel_current_stream(dst, &ds));
@@ -810,6 +824,7 @@ void peer_copies_in_stream_order() {
         REQUIRE_OK(accel_memcpy_async(out.data(), b, n, ACCEL_MEMCPY_DEVICE_TO_HOST, ds));
       REQUIRE_OK(accel_stream_synchronize(ds));
       CHECK(out == in);
+      REQUIRE_OK(accel_host_unregister(out.data()));
       // accel_memcpy_async DEVICE_TO_DEVICE between devices takes the same path.
       std::vector<unsigned char> again(n, 0);
       REQUIRE_OK(accel_memcpy_async(a, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, ss));

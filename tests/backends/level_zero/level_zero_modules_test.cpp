@@ -47,7 +47,8 @@ bool has(const std::string& hay, const char* needle) {
 const accel_module_image_t* spirv_image() {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_SPIRV);
   if (im == nullptr) {
-    accel_test::skipf("this build has no SPIR-V kernel image (clang-15 or llvm-spirv-15 missing, or "
+    accel_test::skipf(
+        "this build has no SPIR-V kernel image (clang-15 or llvm-spirv-15 missing, or "
         "-Dspirv=disabled)");
   }
   return im;
@@ -606,6 +607,9 @@ TEST_CASE("launches wait for host functions and events like the stream's other w
   // Another stream waits for the event, then reads the kernel's output.
   MOD_REQUIRE_OK(accel_stream_wait_event(t, e));
   c2.assign(n, -1.0f);
+  // Registered: the copy waits behind the host function (into pageable
+  // memory it would not return until then).
+  MOD_REQUIRE_OK(accel_host_register(c2.data(), c2.size() * sizeof(float), 0));
   MOD_REQUIRE_OK(accel_memcpy_async(c2.data(), dc.p, dc.bytes(), ACCEL_MEMCPY_DEVICE_TO_HOST, t));
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   CHECK(accel_event_query(e) == ACCEL_ERROR_NOT_READY);
@@ -616,6 +620,7 @@ TEST_CASE("launches wait for host functions and events like the stream's other w
   size_t wrong = 0;
   for (uint32_t i = 0; i < n; ++i) wrong += c2[i] != a[i] + b[i];
   CHECK(wrong == 0);
+  MOD_REQUIRE_OK(accel_host_unregister(c2.data()));
   MOD_REQUIRE_OK(accel_event_destroy(e));
 }
 

@@ -358,6 +358,9 @@ TEST_CASE("sim modules: kernels are ordered with copies and host functions", "[s
   CHECK_OK(accel_memset_async(db.p, 0, db.bytes(), s.s));
   CHECK_OK(accel_stream_synchronize(s.s));
 
+  // Registered: the copy into `c` is queued behind the gate, and a copy into
+  // pageable memory would wait for it.
+  CHECK_OK(accel_host_register(c.data(), c.size() * sizeof(float), 0));
   Gate gate;
   Probe probe;
   probe.host = &c;
@@ -379,6 +382,7 @@ TEST_CASE("sim modules: kernels are ordered with copies and host functions", "[s
   CHECK(probe.before_copy == 1);
   CHECK(probe.after_copy == 1);
   CHECK(c == expect);
+  CHECK_OK(accel_host_unregister(c.data()));
 }
 
 TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-modules]") {
@@ -406,6 +410,9 @@ TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-m
   CHECK_OK(accel_event_record(done, producer.s));
   CHECK_OK(accel_stream_wait_event(consumer.s, done));
   std::vector<float> c(n, 0.0f);
+  // Registered: the copy waits behind the gate (into pageable memory it
+  // would not return until then).
+  CHECK_OK(accel_host_register(c.data(), c.size() * sizeof(float), 0));
   CHECK_OK(accel_memcpy_async(c.data(), dc.p, dc.bytes(), ACCEL_MEMCPY_DEVICE_TO_HOST, consumer.s));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(accel_event_query(done) == ACCEL_ERROR_NOT_READY);
@@ -413,6 +420,7 @@ TEST_CASE("sim modules: kernels are ordered with events across streams", "[sim-m
   gate.release();
   CHECK_OK(accel_stream_synchronize(consumer.s));
   CHECK(c == host_vector_add(a, b));
+  CHECK_OK(accel_host_unregister(c.data()));
   CHECK(accel_event_query(done) == ACCEL_SUCCESS);
   float ms = -1.0f;
   CHECK_OK(accel_event_elapsed_time(start, done, &ms));
