@@ -13,6 +13,7 @@
 
 #include "backend.hpp"
 #include "handles.hpp"
+#include "host_services.hpp"
 #include "log.hpp"
 #include "memory_table.hpp"
 
@@ -62,7 +63,9 @@ struct Access {
 };
 
 struct Record {
-  const accel_stream_s* alloc_stream = nullptr;
+  // The stream number the block was allocated on, or -1 (backend:native);
+  // a number, not the handle, which may be destroyed before the free.
+  int64_t alloc_stream = -1;
   bool has_write = false;
   Access last_write;
   std::vector<Access> reads;       // since last_write, at most one per stream
@@ -78,7 +81,9 @@ struct StreamInfo {
 
 struct State {
   std::mutex mutex;
-  std::unordered_map<const accel_stream_s*, uint32_t> numbers;
+  // By vendor queue: a stream made from a native handle and the stream it
+  // wraps are one queue, ordered with each other.
+  std::unordered_map<const void*, uint32_t> numbers;
   std::vector<StreamInfo> streams;
   std::unordered_map<const accel_event_s*, Clock> events;
   std::unordered_map<uintptr_t, Record> records;  // by allocation base
@@ -91,8 +96,25 @@ State& state() {
   return s;
 }
 
+// The vendor queue behind `stream` (a quick plugin call that never waits),
+// else the plugin's stream.
+const void* queue_of(const accel_stream_s& stream) {
+  if (stream.native_cached.load(std::memory_order_acquire)) return stream.native_handle.handle;
+  const Backend& b = *stream.backend;
+  if (b.api.stream_native_handle != nullptr) {
+    accel_native_handle_t h{};
+    h.struct_size = sizeof h;
+    h.ordinal = -1;
+    begin_plugin_call();
+    if (b.api.stream_native_handle(stream.native, &h) == ACCEL_SUCCESS && h.handle != nullptr)
+      return h.handle;
+  }
+  return stream.native;
+}
+
 uint32_t number(State& s, const accel_stream_s* stream) {
-  auto [it, added] = s.numbers.try_emplace(stream, static_cast<uint32_t>(s.streams.size()));
+  const void* queue = queue_of(*stream);
+  auto [it, added] = s.numbers.try_emplace(queue, static_cast<uint32_t>(s.streams.size()));
   if (added) {
     StreamInfo info;
     info.handle = stream;
@@ -156,9 +178,11 @@ void conflict(const State& s, uintptr_t base, const Access& now, const Access& p
       describe(s, prior.stream, prior.call, prior.write ? "earlier write" : "earlier read")));
 }
 
+// Device allocations only: their frees are hooked, so a record never
+// outlives its block (a pinned host block's free is not).
 bool base_of(const void* ptr, uintptr_t& base) {
   Allocation a;
-  if (!find_allocation(ptr, a)) return false;
+  if (!find_allocation(ptr, a) || a.type != ACCEL_MEMORY_DEVICE) return false;
   base = a.base;
   return true;
 }
@@ -209,7 +233,7 @@ void on_alloc(const void* ptr, const accel_stream_s* stream) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   Record fresh;
-  fresh.alloc_stream = stream;
+  if (stream != nullptr) fresh.alloc_stream = number(s, stream);
   s.records[base] = std::move(fresh);
 }
 
@@ -230,10 +254,9 @@ void on_free(const void* ptr, const accel_stream_s* stream, const Call& call) {
   if (it == s.records.end()) return;
   const Record r = std::move(it->second);
   s.records.erase(it);
-  if (stream == nullptr) stream = r.alloc_stream;
   // backend:native: the vendor's free waits for the device.
-  if (stream == nullptr) return;
-  const uint32_t n = number(s, stream);
+  if (stream == nullptr && r.alloc_stream < 0) return;
+  const uint32_t n = stream != nullptr ? number(s, stream) : static_cast<uint32_t>(r.alloc_stream);
   tick(s, n);
   if (r.has_write) check_free(s, base, r, n, call, r.last_write);
   for (const Access& prior : r.reads) check_free(s, base, r, n, call, prior);
