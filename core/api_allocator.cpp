@@ -15,6 +15,7 @@
 #include "host_services.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -102,6 +103,8 @@ accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** pt
     auto st = allocate_device_memory(fn, b, stream->device, stream, bytes, caller, ptr);
     if (trace_on()) [[unlikely]]
       trace_alloc_result(b, stream->device, bytes, *ptr, st);
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_alloc(*ptr, stream);
     return st;
   });
 }
@@ -115,6 +118,8 @@ accel_status_t accel_free_async(void* ptr, accel_stream_t stream) {
                    fn);
     }
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (sanitizer::on()) [[unlikely]]
+      sanitizer::on_free(ptr, stream, {fn, caller});
     const TraceFree traced = trace_on() ? trace_free_lookup(ptr) : TraceFree{};
     auto st = free_device_memory(fn, ptr, true, stream, caller);
     trace_free_done(traced, st);
@@ -148,6 +153,8 @@ accel_status_t accel_record_stream(void* ptr, accel_stream_t stream) {
           break;
       }
     }
+    if (sanitizer::on()) [[unlikely]]
+      sanitizer::on_record_stream(ptr, stream);
     return ACCEL_SUCCESS;  // backend:native: frees are not stream-ordered; nothing to do
   });
 }

@@ -11,6 +11,7 @@
 #include "host_services.hpp"
 #include "log.hpp"
 #include "runtime.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -206,7 +207,11 @@ accel_status_t accel_synchronize(int32_t device) {
                    fn, b->name, target);
     }
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
-    return call_plugin(*b, "device_synchronize", [&] { return b->api.device_synchronize(target); });
+    auto st =
+        call_plugin(*b, "device_synchronize", [&] { return b->api.device_synchronize(target); });
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_device_synchronize();
+    return st;
   });
 }
 

@@ -8,6 +8,7 @@
 #include "handles.hpp"
 #include "host_services.hpp"
 #include "runtime.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -103,6 +104,8 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
       event->record_stream.store(stream, std::memory_order_relaxed);
       event->record_sequence.store(sequence, std::memory_order_relaxed);
       event->recorded.store(true, std::memory_order_release);
+      if (sanitizer::on()) [[unlikely]]
+        sanitizer::on_event_record(event, stream);
     }
     return st;
   });
@@ -137,8 +140,11 @@ accel_status_t accel_event_synchronize(accel_event_t event) {
       }
     }
     Backend& b = *event->backend;
-    return call_plugin(b, "event_synchronize",
-                       [&] { return b.api.event_synchronize(event->native); });
+    auto st =
+        call_plugin(b, "event_synchronize", [&] { return b.api.event_synchronize(event->native); });
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_event_synchronize(event);
+    return st;
   });
 }
 

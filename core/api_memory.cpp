@@ -16,6 +16,7 @@
 #include "peer.hpp"
 #include "runtime.hpp"
 #include "staging.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -234,6 +235,8 @@ accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void*
     auto st = allocate_device_memory(fn, *b, target, stream, bytes, caller, ptr);
     if (trace_on()) [[unlikely]]
       trace_alloc_result(*b, target, bytes, *ptr, st);
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_alloc(*ptr, stream);
     return st;
   });
 }
@@ -242,6 +245,8 @@ accel_status_t free_impl(void* ptr, const void* caller) {
   const char* const fn = "accel_free";
   return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (sanitizer::on()) [[unlikely]]
+      sanitizer::on_free(ptr, nullptr, {fn, caller});
     if (trace_on()) [[unlikely]] {
       const TraceFree traced = trace_free_lookup(ptr);
       auto st = free_device_memory(fn, ptr, false, nullptr, caller);
@@ -275,7 +280,8 @@ accel_status_t accel_free(void* ptr) { return free_impl(ptr, __builtin_return_ad
 accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
                                   accel_memcpy_kind_t kind, accel_stream_t stream) {
   const char* const fn = __func__;
-  return guarded(fn, [&] {
+  const void* caller = __builtin_return_address(0);
+  const accel_status_t result = guarded(fn, [&] {
     if (kind != ACCEL_MEMCPY_HOST_TO_DEVICE && kind != ACCEL_MEMCPY_DEVICE_TO_HOST &&
         kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown copy kind {}", fn,
@@ -323,11 +329,18 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     if (st == ACCEL_SUCCESS && host.type == ACCEL_MEMORY_HOST_PINNED) note_host_use(host, stream);
     return st;
   });
+  // pick_stream chose the stream in place: `stream` is the one copied on.
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+    sanitizer::on_read(src, stream, {fn, caller});
+    sanitizer::on_write(dst, stream, {fn, caller});
+  }
+  return result;
 }
 
 accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stream_t stream) {
   const char* const fn = __func__;
-  return guarded(fn, [&] {
+  const void* caller = __builtin_return_address(0);
+  const accel_status_t result = guarded(fn, [&] {
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
@@ -341,6 +354,9 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (span) span.end(st, {.kind = SpanKind::memset, .bytes = bytes});
     return st;
   });
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]]
+    sanitizer::on_write(dst, stream, {fn, caller});
+  return result;
 }
 
 accel_status_t accel_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {

@@ -11,6 +11,7 @@
 #include "kernel_args.hpp"
 #include "module.hpp"
 #include "plugin_groups.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -245,6 +246,24 @@ accel_status_t load_first_accepted(const char* fn, Backend& b, int32_t target,
   return failf(first_status, "{}: {}; build log:\n{}", fn, first_error, log_head(log));
 }
 
+// The stream sanitizer's record of a launch: each device pointer argument
+// is read, and also written unless the backend reports a const pointee.
+void note_kernel_accesses(const accel_kernel_s& k, accel_stream_t stream,
+                          const accel_kernel_arg_t* args, size_t num_args, const void* caller) {
+  for (size_t i = 0; i < num_args; ++i) {
+    if (args[i].kind != ACCEL_KERNEL_ARG_DEVICE_POINTER || args[i].value == nullptr) continue;
+    const sanitizer::Call call{"accel_launch_kernel", caller, k.name.c_str(), static_cast<int>(i)};
+    const bool read_only = k.params_known && i < k.params.size() &&
+                           (k.params[i].type & ACCEL_PLUGIN_PARAM_READ_ONLY) != 0;
+    // A write is checked against earlier reads and writes both.
+    if (read_only) {
+      sanitizer::on_read(args[i].value, stream, call);
+    } else {
+      sanitizer::on_write(args[i].value, stream, call);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -446,6 +465,7 @@ accel_status_t accel_kernel_get_attributes(accel_kernel_t kernel,
 accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_config_t* config,
                                    const accel_kernel_arg_t* args, size_t num_args) {
   const char* const fn = __func__;
+  const void* caller = __builtin_return_address(0);
   return guarded(fn, [&] {
     // Counted in before the liveness check (both seq_cst: the unload side
     // stores dead, then reads the count), out when the plugin returned.
@@ -513,6 +533,8 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
                     .block = block,
                     .shared_bytes = static_cast<uint32_t>(config->shared_bytes)});
     }
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      note_kernel_accesses(*k, stream, args, num_args, caller);
     return st;
   });
 }

@@ -5,6 +5,7 @@
 #include "memory_table.hpp"
 #include "peer.hpp"
 #include "plugin_groups.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -107,7 +108,8 @@ accel_status_t accel_device_enable_peer_access(int32_t device, int32_t peer) {
 accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, const void* src,
                                        int32_t src_device, size_t bytes, accel_stream_t stream) {
   const char* const fn = __func__;
-  return guarded(fn, [&] {
+  const void* caller = __builtin_return_address(0);
+  const accel_status_t result = guarded(fn, [&] {
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     int32_t d = 0, s = 0;
@@ -125,6 +127,11 @@ accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, const void
     }
     return peer_copy(fn, dst, d, src, s, bytes, stream);
   });
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+    sanitizer::on_read(src, stream, {fn, caller});
+    sanitizer::on_write(dst, stream, {fn, caller});
+  }
+  return result;
 }
 
 }  // extern "C"

@@ -16,6 +16,7 @@
 #include "log.hpp"
 #include "runtime.hpp"
 #include "staging.hpp"
+#include "stream_sanitizer.hpp"
 
 using namespace accel::core;
 
@@ -276,8 +277,11 @@ accel_status_t accel_stream_synchronize(accel_stream_t stream) {
     if (auto st = check_not_own_stream(fn, stream, "synchronizing it"); st != ACCEL_SUCCESS)
       return st;
     Backend& b = *stream->backend;
-    return call_plugin(b, "stream_synchronize",
-                       [&] { return b.api.stream_synchronize(stream->native); });
+    auto st = call_plugin(b, "stream_synchronize",
+                          [&] { return b.api.stream_synchronize(stream->native); });
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_stream_synchronize(stream);
+    return st;
   });
 }
 
@@ -313,6 +317,8 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
     auto st = call_plugin(b, "stream_wait_event",
                           [&] { return b.api.stream_wait_event(stream->native, event->native); });
     if (span) span.end(st, {.kind = SpanKind::event_wait});
+    if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]
+      sanitizer::on_stream_wait(stream, event);
     return st;
   });
 }

@@ -9,6 +9,7 @@
 #include "host_cache_hook.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
+#include "stream_sanitizer.hpp"
 #include "trace.hpp"
 
 namespace accel::core {
@@ -47,15 +48,16 @@ void unlock_unless_held(std::mutex& m) {
 }
 
 // Lock order: discovery, per-backend init and default-stream locks, the
-// device allocators (registry first), the allocation table, the handle pools. No other path takes two of these.
-// Before discovery has finished only the discovery lock exists to take: a
-// fork() while another thread runs discovery waits for it, so the child
-// never inherits the lock held by a thread it does not have (its first
-// accel call would hang forever).
+// device allocators (registry first), the allocation table, the handle pools, the stream
+// sanitizer's lock. No other path takes two of these. Before discovery has finished only the
+// discovery lock exists to take: a fork() while another thread runs discovery waits for it, so the
+// child never inherits the lock held by a thread it does not have (its first accel call would hang
+// forever).
 void prepare() {
   lock_unless_held(discovery_mutex());
   Runtime* rt = discovered_runtime();
   if (rt == nullptr) {
+    sanitizer::lock_for_fork();
     lock_log();
     return;
   }
@@ -69,11 +71,13 @@ void prepare() {
   stream_pool().mutex().lock();
   event_pool().mutex().lock();
   stream_name_mutex().lock();
+  sanitizer::lock_for_fork();
   lock_log();
 }
 
 void release() {
   unlock_log();
+  sanitizer::unlock_after_fork();
   Runtime* rt = discovered_runtime();
   if (rt == nullptr) {
     unlock_unless_held(discovery_mutex());

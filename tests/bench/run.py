@@ -350,6 +350,8 @@ def main():
     if not ok:
         over.append(paired)
     ratio("BM_event_query", "BM_plugin_vtable_event_query", 1.10, "accel_event_query vs sim vtable")
+    ratio("BM_memset_async", "BM_plugin_vtable_memset_async", 1.10,
+          "accel_memset_async (stream sanitizer off) vs sim vtable")
 
     # Second pass: accel over its opencl backend (PoCL, two CPU devices)
     # against the OpenCL calls made directly, in the same process.
