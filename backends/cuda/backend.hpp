@@ -83,6 +83,7 @@ constexpr int kMinDriverVersion = 11040;
   X(cuDeviceCanAccessPeer, nullptr)           \
   X(cuCtxEnablePeerAccess, nullptr)           \
   X(cuMemcpyPeerAsync, nullptr)               \
+  X(cuPointerGetAttribute, nullptr)           \
   X(cuModuleLoadDataEx, nullptr)              \
   X(cuModuleUnload, nullptr)                  \
   X(cuModuleGetFunction, nullptr)             \
@@ -213,6 +214,11 @@ struct Device {
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
+// The plugin's index of the device whose CUdevice is `ordinal` (a
+// CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL); ACCEL_ERROR_INVALID_ARGUMENT when
+// it is none of the plugin's devices.
+accel_status_t device_of_ordinal(int ordinal, int32_t* device_index) noexcept;
+
 // The device's primary context, retained on first use (thread-safe).
 accel_status_t primary_context(int32_t device_index, CUcontext* ctx);
 // The native handle of `handle`, a CUDA object of device `device` (NULL for
@@ -305,5 +311,8 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.2 modules group, in full.
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.3 (memory.cpp): what cuPointerGetAttribute says of a pointer accel
+// did not allocate.
+ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
 
 }  // namespace accel::cuda

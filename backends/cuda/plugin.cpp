@@ -9,6 +9,8 @@
 // child cannot use CUDA. The group bits (NATIVE_HANDLES, HOST_MEMORY,
 // PEER_COPY, DEVICE_ATTRIBUTES, MODULES) are set by the core from the
 // filled groups (plugin-abi rule 19).
+// ABI 1.3: pointer_get_device (memory.cpp).
+#define ACCEL_BACKEND_POINTER_GET_DEVICE accel::cuda::op_pointer_get_device
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::cuda, "cuda", 400,
