@@ -96,9 +96,9 @@ accel_status_t check_foreign_pointer(const char* fn, const accel_kernel_s& k, si
                "made by accel_malloc{} (pass accel_malloc memory; host memory needs "
                "accel_host_malloc or accel_host_register)",
                fn, k.name, i, ptr,
-               ask != nullptr ? fmt::format(" and {} does not report it as device memory",
-                                            k.backend->name)
-                              : std::string());
+               ask != nullptr
+                   ? fmt::format(" and {} does not report it as device memory", k.backend->name)
+                   : std::string());
 }
 
 // One argument on its own: kind in range, sizes that make sense, and a

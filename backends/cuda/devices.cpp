@@ -75,8 +75,8 @@ accel_status_t device_of_ordinal(int ordinal, int32_t* device_index) noexcept {
     }
   }
   return fail(ACCEL_ERROR_INVALID_ARGUMENT,
-              "the pointer is memory of CUDA device %d, which is none of the plugin's %d",
-              ordinal, int(g_count));
+              "the pointer is memory of CUDA device %d, which is none of the plugin's %d", ordinal,
+              int(g_count));
 }
 
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept {
@@ -249,9 +249,7 @@ namespace accel::cuda {
 // accel.h's table says), context the primary context (retained here if it
 // was not yet: the handle must stay valid), ordinal the CUdevice.
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
-  return guarded("device_native_handle", [&] {
-    return native_handle_of(device, nullptr, out);
-  });
+  return guarded("device_native_handle", [&] { return native_handle_of(device, nullptr, out); });
 }
 
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {

@@ -191,8 +191,7 @@ accel_status_t op_pointer_get_device(const void* ptr, int32_t* device_index) {
                   "cuPointerGetAttribute: pointer %p has memory type %u, not device memory", ptr,
                   type);
     int ordinal = -1;
-    ACCEL_CU_TRY(cuPointerGetAttribute,
-                 (&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dptr(ptr)));
+    ACCEL_CU_TRY(cuPointerGetAttribute, (&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dptr(ptr)));
     return device_of_ordinal(ordinal, device_index);
   });
 }

@@ -759,8 +759,7 @@ FAKE_EXPORT hipError_t hipDeviceSynchronize(void) {
       if (st->device == t_device) todo.push_back(st);
     if (auto& ns = s.devices[static_cast<size_t>(t_device)].null_stream) todo.push_back(ns);
     auto& d = s.draining;
-    d.erase(std::remove_if(d.begin(), d.end(), [](const auto& w) { return w.expired(); }),
-            d.end());
+    d.erase(std::remove_if(d.begin(), d.end(), [](const auto& w) { return w.expired(); }), d.end());
     for (auto& w : d)
       if (auto st = w.lock(); st && st->device == t_device) todo.push_back(std::move(st));
   }
@@ -1055,8 +1054,7 @@ bool overlaps(const std::map<uintptr_t, size_t>& ranges, uintptr_t p, size_t n) 
 // answers hipSuccess with type hipMemoryTypeUnregistered (0) and no pointers.
 // The memory-type values follow each release (HIP 6 renumbered the enum:
 // Host 1, Device 2). The fake makes no managed memory.
-FAKE_EXPORT hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attributes,
-                                               const void* ptr) {
+FAKE_EXPORT hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attributes, const void* ptr) {
   if (attributes == nullptr || ptr == nullptr) return hipErrorInvalidValue;
   FAKE_BEGIN();
 #ifdef FAKE_HIP_5_2_EXPORTS
