@@ -63,19 +63,18 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
   X(zeDriverGetProperties)                                                                         \
   X(zeDeviceGet)                                                                                   \
   X(zeDeviceGetProperties)                                                                         \
-  X(zeDeviceGetComputeProperties) X(zeDeviceGetCommandQueueGroupProperties)                        \
-      X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                        \
-          X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy) \
-              X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                   \
-                  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier)                 \
-                      X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate)                  \
-                          X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostSynchronize)         \
-                              X(zeEventQueryStatus) X(zeEventHostReset)                            \
-                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)  \
-                                      X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                   \
-                                          X(zeDeviceGetCacheProperties)                            \
-                                              X(zeDeviceGetModuleProperties)                       \
-                                                  X(zeDeviceGetMemoryAccessProperties)
+  X(zeDeviceGetComputeProperties)                                                                  \
+  X(zeDeviceGetCommandQueueGroupProperties) X(zeDeviceGetMemoryProperties) X(zeContextCreate)      \
+      X(zeContextDestroy) X(zeCommandListCreateImmediate) X(zeCommandListDestroy)                  \
+          X(zeCommandListAppendMemoryCopy) X(zeCommandListAppendMemoryFill)                        \
+              X(zeCommandListAppendSignalEvent) X(zeCommandListAppendWaitOnEvents)                 \
+                  X(zeCommandListAppendBarrier) X(zeEventPoolCreate) X(zeEventPoolDestroy)         \
+                      X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)                      \
+                          X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)      \
+                              X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)      \
+                                  X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                       \
+                                      X(zeDeviceGetCacheProperties) X(zeDeviceGetModuleProperties) \
+                                          X(zeDeviceGetMemoryAccessProperties)
 
 // Required too: modules and kernels (modules.cpp, launch.cpp), core API
 // since Level Zero 1.0.
@@ -94,7 +93,8 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 // Entry points used only when the loader has them.
 #define ACCEL_ZE_OPTIONAL(X)     \
   X(zeDevicePciGetPropertiesExt) \
-  X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) X(zeDriverGetApiVersion)
+  X(zesDeviceEnumMemoryModules)  \
+  X(zesMemoryGetState) X(zeDriverGetApiVersion) X(zeMemGetAllocProperties)
 
 // The loader's entry points; filled by load_library() in init, read-only
 // afterwards.
@@ -413,5 +413,8 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.2 modules group (modules.cpp, launch.cpp).
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.3 (memory.cpp): what zeMemGetAllocProperties says of a pointer accel
+// did not allocate.
+ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
 
 }  // namespace accel::level_zero
