@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../common/plugin_ops.hpp"
 
@@ -266,6 +268,9 @@ inline Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); 
 struct Module {
   int32_t device = 0;
   CUmodule handle = nullptr;
+  // Loaded from PTX: each entry's parameter types (ptx_param_types); empty
+  // for cubins and fat binaries, whose parameters have sizes only.
+  std::map<std::string, std::vector<uint32_t>> param_types;
 };
 
 // A kernel: its CUfunction (owned by the module) and what every launch
@@ -274,7 +279,8 @@ struct Kernel {
   int32_t device = 0;
   CUfunction fn = nullptr;
   std::string name;
-  int static_shared = 0;  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  std::vector<uint32_t> param_types;  // from the module's PTX; empty: unknown
+  int static_shared = 0;              // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as the driver has it:
   // read at creation, only ever raised (under opt_in_mutex), so a launch
   // that finds it large enough needs no lock and two threads launching at
