@@ -781,7 +781,7 @@ TEST_CASE("the fake driver's modules through the loader: the checks the tests re
 // The backend's SPIR-V reader on the build's image (clang-15 and
 // llvm-spirv-15 from kernels/accel_kernels.cl) and on unsized_arg.cl's: what
 // kernel_get_params reports for each kernel.
-TEST_CASE("SPIR-V parameter kinds, sizes and types", "[modules]") {
+TEST_CASE("SPIR-V parameter kinds and sizes and types", "[modules]") {
   const accel_module_image_t* im = spirv_image();
   if (im == nullptr) return;
   const auto all = accel::level_zero::spirv_kernel_params(im->data, im->size);
