@@ -73,6 +73,34 @@ std::string kinds_text(uint32_t kinds) {
   return out.empty() ? "nothing" : out;
 }
 
+// A device pointer argument in no allocation accel made or registered: the
+// launch goes ahead only when the plugin's vendor reports it as memory a
+// kernel of the kernel's device may dereference (plugin-abi rule ABI-42);
+// otherwise it is refused as a copy refuses such a pointer, since a host
+// pointer "works" on host-memory backends and faults on a discrete GPU.
+accel_status_t check_foreign_pointer(const char* fn, const accel_kernel_s& k, size_t i,
+                                     const void* ptr) {
+  const auto ask = k.backend->api.pointer_get_device;
+  int32_t device = -1;
+  const accel_status_t st = ask != nullptr ? ask(ptr, &device) : ACCEL_ERROR_NOT_SUPPORTED;
+  if (st == ACCEL_SUCCESS && (device == -1 || device == k.device)) return ACCEL_SUCCESS;
+  if (st == ACCEL_SUCCESS) {
+    return failf(ACCEL_ERROR_DEVICE_MISMATCH,
+                 "{}: kernel '{}' argument {}: pointer {} is memory of {} device {} (the "
+                 "vendor's allocation), the kernel's device is {} (copy it with "
+                 "accel_memcpy_peer_async first)",
+                 fn, k.name, i, ptr, k.backend->name, device, k.device);
+  }
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: kernel '{}' argument {}: device pointer {} is not inside a live allocation "
+               "made by accel_malloc{} (pass accel_malloc memory; host memory needs "
+               "accel_host_malloc or accel_host_register)",
+               fn, k.name, i, ptr,
+               ask != nullptr
+                   ? fmt::format(" and {} does not report it as device memory", k.backend->name)
+                   : std::string());
+}
+
 // One argument on its own: kind in range, sizes that make sense, and a
 // device pointer that accel knows belongs to the kernel's device.
 accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
@@ -97,7 +125,7 @@ accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
       // The segment is enough to tell the device: not
       // find_allocation, which would also take the allocator's lock.
       Allocation alloc;
-      if (!find_segment(a.value, alloc)) return ACCEL_SUCCESS;      // not accel's: vendor memory
+      if (!find_segment(a.value, alloc)) return check_foreign_pointer(fn, k, i, a.value);
       if (alloc.type != ACCEL_MEMORY_DEVICE) return ACCEL_SUCCESS;  // pinned host memory
       if (alloc.backend != k.backend || alloc.device != k.device) {
         return failf(ACCEL_ERROR_DEVICE_MISMATCH,

@@ -9,7 +9,9 @@
 namespace accel::core {
 
 // ACCEL_SUCCESS, or ACCEL_ERROR_INVALID_ARGUMENT / DEVICE_MISMATCH (a device
-// pointer of another device) naming `fn`, the kernel and the argument.
+// pointer of another device) naming `fn`, the kernel and the argument. A
+// non-NULL device pointer in no accel allocation passes only when the
+// plugin's pointer_get_device reports it as the kernel's device's memory.
 accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
                                  const accel_kernel_arg_t* args, size_t num_args);
 

@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../common/plugin_ops.hpp"
 
@@ -83,6 +85,7 @@ constexpr int kMinDriverVersion = 11040;
   X(cuDeviceCanAccessPeer, nullptr)           \
   X(cuCtxEnablePeerAccess, nullptr)           \
   X(cuMemcpyPeerAsync, nullptr)               \
+  X(cuPointerGetAttribute, nullptr)           \
   X(cuModuleLoadDataEx, nullptr)              \
   X(cuModuleUnload, nullptr)                  \
   X(cuModuleGetFunction, nullptr)             \
@@ -213,6 +216,11 @@ struct Device {
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
+// The plugin's index of the device whose CUdevice is `ordinal` (a
+// CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL); ACCEL_ERROR_INVALID_ARGUMENT when
+// it is none of the plugin's devices.
+accel_status_t device_of_ordinal(int ordinal, int32_t* device_index) noexcept;
+
 // The device's primary context, retained on first use (thread-safe).
 accel_status_t primary_context(int32_t device_index, CUcontext* ctx);
 // The native handle of `handle`, a CUDA object of device `device` (NULL for
@@ -260,6 +268,9 @@ inline Event* as_event(accel_plugin_event_t e) { return static_cast<Event*>(e); 
 struct Module {
   int32_t device = 0;
   CUmodule handle = nullptr;
+  // Loaded from PTX: each entry's parameter types (ptx_param_types); empty
+  // for cubins and fat binaries, whose parameters have sizes only.
+  std::map<std::string, std::vector<uint32_t>> param_types;
 };
 
 // A kernel: its CUfunction (owned by the module) and what every launch
@@ -268,7 +279,8 @@ struct Kernel {
   int32_t device = 0;
   CUfunction fn = nullptr;
   std::string name;
-  int static_shared = 0;  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  std::vector<uint32_t> param_types;  // from the module's PTX; empty: unknown
+  int static_shared = 0;              // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as the driver has it:
   // read at creation, only ever raised (under opt_in_mutex), so a launch
   // that finds it large enough needs no lock and two threads launching at
@@ -307,5 +319,8 @@ ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 // ABI 1.3: the CUstream's name for NVTX tools (streams.cpp).
 ACCEL_BACKEND_DECLARE_OP(stream_set_name)
+// ABI 1.3 (memory.cpp): what cuPointerGetAttribute says of a pointer accel
+// did not allocate.
+ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
 
 }  // namespace accel::cuda

@@ -67,6 +67,18 @@ accel_status_t init_devices(int32_t expected_count) {
 
 }  // namespace
 
+accel_status_t device_of_ordinal(int ordinal, int32_t* device_index) noexcept {
+  for (int32_t i = 0; i < g_count; ++i) {
+    if (g_devices[i].dev == ordinal) {
+      *device_index = i;
+      return ACCEL_SUCCESS;
+    }
+  }
+  return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+              "the pointer is memory of CUDA device %d, which is none of the plugin's %d", ordinal,
+              int(g_count));
+}
+
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept {
   if (device_index < 0 || device_index >= g_count)
     return fail(ACCEL_ERROR_INVALID_DEVICE, "device %d is out of range [0, %d)", int(device_index),
@@ -237,9 +249,7 @@ namespace accel::cuda {
 // accel.h's table says), context the primary context (retained here if it
 // was not yet: the handle must stay valid), ordinal the CUdevice.
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
-  return guarded("device_native_handle", [&] {
-    return native_handle_of(device, nullptr, out);
-  });
+  return guarded("device_native_handle", [&] { return native_handle_of(device, nullptr, out); });
 }
 
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cctype>
 #include <cstring>
+
+#include "accel/accel_plugin.h"
 
 namespace accel::cuda {
 
@@ -128,6 +131,88 @@ std::string image_problem(ImageKind kind, const unsigned char* data, size_t size
 
 bool ptx_needs_terminator(const unsigned char* data, size_t size) noexcept {
   return size == 0 || data[size - 1] != 0;
+}
+
+namespace {
+
+// PTX split into words (directives, names, numbers) and the punctuation
+// that matters for parameter lists; // and /* */ comments dropped.
+std::vector<std::string> ptx_tokens(const char* text, size_t size) {
+  std::vector<std::string> out;
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) out.push_back(std::move(word));
+    word.clear();
+  };
+  for (size_t i = 0; i < size && text[i] != '\0'; ++i) {
+    const char c = text[i];
+    if (c == '/' && i + 1 < size && text[i + 1] == '/') {
+      while (i < size && text[i] != '\n' && text[i] != '\0') ++i;
+      flush();
+    } else if (c == '/' && i + 1 < size && text[i + 1] == '*') {
+      for (i += 2; i + 1 < size && !(text[i] == '*' && text[i + 1] == '/'); ++i) {
+      }
+      ++i;
+      flush();
+    } else if (std::strchr("(),;[]{}", c) != nullptr) {
+      flush();
+      out.emplace_back(1, c);
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      flush();
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return out;
+}
+
+// One `.param ...` declaration's tokens (without the separating comma).
+uint32_t ptx_param_type(const std::vector<std::string>& decl) {
+  bool pointer = false, array = false;
+  std::string type;
+  for (const std::string& t : decl) {
+    if (t == ".ptr") pointer = true;
+    if (t == "[") array = true;
+    if (t.size() >= 3 && t[0] == '.' && std::strchr("usbf", t[1]) != nullptr &&
+        std::isdigit(static_cast<unsigned char>(t[2])) != 0)
+      type = t;
+    if (t == ".pred") type = t;
+  }
+  if (array) return ACCEL_KERNEL_ARG_TYPE_STRUCT;
+  if (type.empty() || type[1] == 'b') return ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+  if (type[1] == 'f') return ACCEL_KERNEL_ARG_TYPE_FLOAT;
+  if (type == ".u64")
+    return pointer ? ACCEL_KERNEL_ARG_TYPE_POINTER : ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+  return ACCEL_KERNEL_ARG_TYPE_INT;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<uint32_t>> ptx_param_types(const char* text, size_t size) {
+  const std::vector<std::string> t = ptx_tokens(text, size);
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (size_t i = 0; i + 2 < t.size(); ++i) {
+    if (t[i] != ".entry" || t[i + 2] != "(") continue;
+    const std::string& name = t[i + 1];
+    std::vector<uint32_t> types;
+    std::vector<std::string> decl;
+    bool closed = false;
+    for (size_t j = i + 3; j < t.size() && !closed; ++j) {
+      if (t[j] == "," || t[j] == ")") {
+        if (!decl.empty()) types.push_back(ptx_param_type(decl));
+        decl.clear();
+        closed = t[j] == ")";
+        i = j;
+      } else if (t[j] == "{" || t[j] == ";") {
+        break;  // not a parameter list the scanner reads: leave the entry out
+      } else {
+        decl.push_back(t[j]);
+      }
+    }
+    if (closed) out[name] = std::move(types);
+  }
+  return out;
 }
 
 }  // namespace accel::cuda

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace accel::cuda {
 
@@ -31,5 +34,16 @@ std::string image_problem(ImageKind kind, const unsigned char* data, size_t size
 // cuModuleLoadDataEx needs (accel.h lets text images go without one): the
 // caller then hands the driver a NUL-terminated copy.
 bool ptx_needs_terminator(const unsigned char* data, size_t size) noexcept;
+
+// The parameter types of each `.entry` of a PTX image, by kernel name, as
+// accel_plugin_kernel_param_t.type values (PTX ISA, "Kernel Function
+// Parameters" and "Fundamental Types"): .f16/.f32/.f64 FLOAT; .s8...s64,
+// .u8...u32 and .pred INT; .u64 POINTER when it carries the .ptr attribute,
+// else UNKNOWN (nvcc writes pointers and 64-bit integers alike as .u64);
+// .b8...b64 UNKNOWN (bit types hold any kind); an array (`.align N .b8
+// name[M]`, a struct passed by value) STRUCT. An entry the scanner cannot
+// read is left out (its parameters then have only sizes). Comments are
+// skipped. May throw std::bad_alloc. Thread-safe.
+std::map<std::string, std::vector<uint32_t>> ptx_param_types(const char* text, size_t size);
 
 }  // namespace accel::cuda

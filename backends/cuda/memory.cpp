@@ -159,3 +159,41 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
 }
 
 }  // namespace accel::cuda
+
+namespace accel::cuda {
+
+// ---- ABI 1.3: pointers accel did not allocate ---------------------------------
+
+// cuPointerGetAttribute (CUDA Driver API, "Unified Addressing"):
+// CU_POINTER_ATTRIBUTE_MEMORY_TYPE is CU_MEMORYTYPE_DEVICE for device memory
+// (cuMemAlloc, cudaMalloc) and CU_MEMORYTYPE_HOST for page-locked host
+// memory, which every device may read under unified addressing (-1);
+// managed memory (CU_POINTER_ATTRIBUTE_IS_MANAGED) is usable everywhere too
+// (-1). Device memory's CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL is mapped to
+// the plugin's index. A pointer the driver does not know (pageable host
+// memory) is CUDA_ERROR_INVALID_VALUE: ACCEL_ERROR_INVALID_ARGUMENT.
+accel_status_t op_pointer_get_device(const void* ptr, int32_t* device_index) {
+  return guarded("pointer_get_device", [&] {
+    Driver& drv = driver();
+    unsigned int type = 0;
+    CUresult rc = drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr(ptr));
+    if (rc == CUDA_ERROR_INVALID_VALUE)
+      return vendor_fail_as(ACCEL_ERROR_INVALID_ARGUMENT, "cuPointerGetAttribute", rc);
+    if (rc != CUDA_SUCCESS) return vendor_fail("cuPointerGetAttribute", rc);
+    int managed = 0;
+    ACCEL_CU_TRY(cuPointerGetAttribute, (&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, dptr(ptr)));
+    if (type == CU_MEMORYTYPE_HOST || managed != 0) {
+      *device_index = -1;
+      return ACCEL_SUCCESS;
+    }
+    if (type != CU_MEMORYTYPE_DEVICE)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "cuPointerGetAttribute: pointer %p has memory type %u, not device memory", ptr,
+                  type);
+    int ordinal = -1;
+    ACCEL_CU_TRY(cuPointerGetAttribute, (&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dptr(ptr)));
+    return device_of_ordinal(ordinal, device_index);
+  });
+}
+
+}  // namespace accel::cuda

@@ -147,6 +147,8 @@ accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
     auto m = std::make_unique<Module>();
     m->device = device;
     m->handle = handle;
+    if (kind == ImageKind::ptx)
+      m->param_types = ptx_param_types(static_cast<const char*>(data), image->size);
     *module = m.release();
     return ACCEL_SUCCESS;
   });
@@ -185,6 +187,8 @@ accel_status_t op_kernel_create(accel_plugin_module_t module, const char* name,
     k->device = m->device;
     k->fn = fn;
     k->name = name;
+    if (auto it = m->param_types.find(name); it != m->param_types.end())
+      k->param_types = it->second;
     int dynamic = 0;
     ACCEL_CU_TRY(cuFuncGetAttribute, (&k->static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
     ACCEL_CU_TRY(cuFuncGetAttribute,
@@ -231,7 +235,9 @@ accel_status_t op_kernel_get_attributes(accel_plugin_kernel_t kernel,
 // cuFuncGetParamInfo for index 0, 1, ... until CUDA_ERROR_INVALID_VALUE
 // ("paramIndex must be less than the number of parameters"). The driver
 // knows sizes, not types: an 8-byte parameter takes a device pointer or an
-// 8-byte value, any other size a value of exactly that size. LOCAL_MEMORY
+// 8-byte value, any other size a value of exactly that size. Types come
+// from the module's PTX `.param` declarations (ptx_param_types) where it
+// was loaded from PTX; cubins and fat binaries leave them 0 (unknown). LOCAL_MEMORY
 // arguments take no parameter: they become dynamic shared memory
 // (launch.cpp). Without cuFuncGetParamInfo (a driver older than 12.4):
 // ACCEL_ERROR_NOT_SUPPORTED, and the core checks no argument.
@@ -267,6 +273,10 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
         p.type = 0;
         p.size = size;
       }
+    }
+    // The PTX's types only when its list agrees with the driver's.
+    if (params != nullptr && k->param_types.size() == n) {
+      for (size_t i = 0; i < n && i < capacity; ++i) params[i].type = k->param_types[i];
     }
     *count = n;
     *flags = ACCEL_PLUGIN_KERNEL_LOCAL_ARGS_IN_SHARED;

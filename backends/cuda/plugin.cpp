@@ -11,6 +11,8 @@
 // filled groups (plugin-abi rule 19).
 // ABI 1.3's stream_set_name: NVTX's name for the CUstream (streams.cpp).
 #define ACCEL_BACKEND_STREAM_SET_NAME op_stream_set_name
+// ABI 1.3: pointer_get_device (memory.cpp).
+#define ACCEL_BACKEND_POINTER_GET_DEVICE accel::cuda::op_pointer_get_device
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::cuda, "cuda", 400,

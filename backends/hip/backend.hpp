@@ -70,6 +70,7 @@ using accel::plugin::guarded;
   X(hipLaunchHostFunc)                  \
   X(hipDeviceGetUuid)                   \
   X(hipRuntimeGetVersion)               \
+  X(hipPointerGetAttributes)            \
   ACCEL_HIP_MODULE_FUNCTIONS(X)
 
 // The module API (modules.cpp, launch.cpp), present in every HIP release but
@@ -266,5 +267,8 @@ ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.2 modules group: formats, loading, kernels and their attributes
 // and parameters (modules.cpp), launches (launch.cpp).
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.3 (memory.cpp): what hipPointerGetAttributes says of a pointer accel
+// did not allocate.
+ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
 
 }  // namespace accel::hip

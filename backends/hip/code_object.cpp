@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "accel/accel_plugin.h"
 #include "msgpack.hpp"
 
 namespace accel::hip {
@@ -99,6 +100,40 @@ bool metadata_note(const unsigned char* p, size_t size, std::string_view& out, b
   return false;
 }
 
+// A by_value parameter's type from its C spelling (.type_name).
+uint32_t value_type(const std::string& name) {
+  static const char* const kFloats[] = {"float", "double", "half", "_Float16", "__half"};
+  static const char* const kInts[] = {
+      "bool",           "char",     "signed char", "unsigned char",      "uchar",    "short",
+      "unsigned short", "ushort",   "int",         "unsigned int",       "uint",     "long",
+      "unsigned long",  "ulong",    "long long",   "unsigned long long", "int8_t",   "int16_t",
+      "int32_t",        "int64_t",  "uint8_t",     "uint16_t",           "uint32_t", "uint64_t",
+      "size_t",         "ptrdiff_t"};
+  for (const char* f : kFloats)
+    if (name == f) return ACCEL_KERNEL_ARG_TYPE_FLOAT;
+  for (const char* i : kInts)
+    if (name == i) return ACCEL_KERNEL_ARG_TYPE_INT;
+  if (name.empty() || name.back() == '*') return ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+  return ACCEL_KERNEL_ARG_TYPE_STRUCT;
+}
+
+// The type of a parameter whose .value_kind is `value_kind` (KernelParam).
+uint32_t param_type(const msgpack::Value& arg, const std::string& value_kind) {
+  auto text = [&arg](const char* key) {
+    const msgpack::Value* v = arg.find(key);
+    return v != nullptr && v->is_string() ? std::string(v->s) : std::string();
+  };
+  if (value_kind == "global_buffer") {
+    const msgpack::Value* is_const = arg.find(".is_const");
+    const bool read_only =
+        (is_const != nullptr && is_const->type == msgpack::Value::Type::boolean && is_const->b) ||
+        text(".address_space") == "constant" || text(".actual_access") == "read_only";
+    return ACCEL_KERNEL_ARG_TYPE_POINTER | (read_only ? ACCEL_PLUGIN_PARAM_READ_ONLY : 0u);
+  }
+  if (value_kind == "by_value") return value_type(text(".type_name"));
+  return ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+}
+
 // One ".args" entry; false with `why` for a malformed one.
 bool read_param(const msgpack::Value& arg, size_t index, KernelMetadata& k, std::string& why) {
   const msgpack::Value* offset = arg.find(".offset");
@@ -125,6 +160,7 @@ bool read_param(const msgpack::Value& arg, size_t index, KernelMetadata& k, std:
   param.offset = static_cast<size_t>(off);
   param.size = static_cast<size_t>(len);
   param.value_kind = value_kind;
+  param.type = param_type(arg, value_kind);
   if (param.offset + param.size > k.explicit_bytes) k.explicit_bytes = param.offset + param.size;
   k.params.push_back(std::move(param));
   return true;

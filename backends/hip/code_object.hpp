@@ -57,6 +57,14 @@ struct KernelParam {
   size_t offset = 0;        // in the kernel argument segment
   size_t size = 0;          // bytes
   std::string value_kind;   // the metadata's word, for messages
+  // accel_plugin_kernel_param_t.type: POINTER for global_buffer (with
+  // ACCEL_PLUGIN_PARAM_READ_ONLY when .is_const is true, .address_space is
+  // "constant" or .actual_access is "read_only"); for by_value, FLOAT or INT
+  // from .type_name ("float", "int", "unsigned int", ...), STRUCT for
+  // another named type, UNKNOWN without .type_name. LLVM writes .type_name
+  // and .is_const only for OpenCL sources: a hipcc code object's values are
+  // UNKNOWN, so an int passed for a float is not refused on hip.
+  uint32_t type = 0;
 };
 
 struct KernelMetadata {

@@ -157,3 +157,41 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
 }
 
 }  // namespace accel::hip
+
+namespace accel::hip {
+
+// hipPointerGetAttributes (HIP Runtime API, "Memory Management"). Its
+// memory-type enum changed values in HIP 6 (hipMemoryTypeUnregistered
+// added), so the answer is read from what both releases fill alike: a
+// pointer the runtime does not know is hipErrorInvalidValue (HIP 5) or has
+// no devicePointer (HIP 6: unregistered); page-locked host memory
+// (hostPointer set) and managed memory are usable on every device (-1);
+// device memory belongs to `device`, HIP's ordinal, which is the plugin's
+// index.
+accel_status_t op_pointer_get_device(const void* ptr, int32_t* device_index) {
+  return guarded("pointer_get_device", [&]() -> accel_status_t {
+    const Runtime& rt = runtime();
+    if (rt.hipPointerGetAttributes == nullptr)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED, "the HIP runtime has no hipPointerGetAttributes");
+    hipPointerAttribute_t attr{};
+    hipError_t rc = rt.hipPointerGetAttributes(&attr, ptr);
+    if (rc == hipErrorInvalidValue || (rc == hipSuccess && attr.devicePointer == nullptr))
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "hipPointerGetAttributes: %p is not memory the HIP runtime allocated or "
+                  "registered",
+                  ptr);
+    if (rc != hipSuccess) return vendor_fail("hipPointerGetAttributes", rc);
+    if (attr.isManaged != 0 || attr.hostPointer != nullptr) {
+      *device_index = -1;
+      return ACCEL_SUCCESS;
+    }
+    if (attr.device < 0 || attr.device >= device_count())
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "hipPointerGetAttributes: %p is memory of HIP device %d, none of the plugin's %d",
+                  ptr, attr.device, static_cast<int>(device_count()));
+    *device_index = attr.device;
+    return ACCEL_SUCCESS;
+  });
+}
+
+}  // namespace accel::hip

@@ -254,7 +254,7 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
       const bool pointer = list[i].kind == KernelParam::Kind::pointer;
       params[i].kinds = ACCEL_PLUGIN_ARG_KIND_BIT(pointer ? ACCEL_KERNEL_ARG_DEVICE_POINTER
                                                           : ACCEL_KERNEL_ARG_VALUE);
-      params[i].type = 0;
+      params[i].type = list[i].type;
       params[i].size = list[i].size;
     }
     return ACCEL_SUCCESS;

@@ -10,6 +10,8 @@
 // Not fork-safe once the runtime is initialised (ROCr owns threads, queues
 // and KFD state that a child does not inherit usably). The current device is
 // HIP's own (hipSetDevice/hipGetDevice), so code mixing HIP and accel agrees.
+// ABI 1.3: pointer_get_device (memory.cpp).
+#define ACCEL_BACKEND_POINTER_GET_DEVICE accel::hip::op_pointer_get_device
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::hip, "hip", 300,

@@ -57,25 +57,24 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
 // Entry points the plugin cannot work without: a loader lacking one is
 // refused in init.
-#define ACCEL_ZE_REQUIRED(X)                                                                       \
-  X(zeInit)                                                                                        \
-  X(zeDriverGet)                                                                                   \
-  X(zeDriverGetProperties)                                                                         \
-  X(zeDeviceGet)                                                                                   \
-  X(zeDeviceGetProperties)                                                                         \
-  X(zeDeviceGetComputeProperties) X(zeDeviceGetCommandQueueGroupProperties)                        \
-      X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                        \
-          X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy) \
-              X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                   \
-                  X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier)                 \
-                      X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate)                  \
-                          X(zeEventDestroy) X(zeEventHostSignal) X(zeEventHostSynchronize)         \
-                              X(zeEventQueryStatus) X(zeEventHostReset)                            \
-                                  X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)  \
-                                      X(zeMemAllocHost) X(zeDeviceCanAccessPeer)                   \
-                                          X(zeDeviceGetCacheProperties)                            \
-                                              X(zeDeviceGetModuleProperties)                       \
-                                                  X(zeDeviceGetMemoryAccessProperties)
+#define ACCEL_ZE_REQUIRED(X)                                                                     \
+  X(zeInit)                                                                                      \
+  X(zeDriverGet)                                                                                 \
+  X(zeDriverGetProperties)                                                                       \
+  X(zeDeviceGet)                                                                                 \
+  X(zeDeviceGetProperties)                                                                       \
+  X(zeDeviceGetComputeProperties)                                                                \
+  X(zeDeviceGetCommandQueueGroupProperties)                                                      \
+  X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                          \
+      X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy)   \
+          X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                     \
+              X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier)                   \
+                  X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy)  \
+                      X(zeEventHostSignal) X(zeEventHostSynchronize) X(zeEventQueryStatus)       \
+                          X(zeEventHostReset) X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) \
+                              X(zeMemFree) X(zeMemAllocHost) X(zeDeviceCanAccessPeer)            \
+                                  X(zeDeviceGetCacheProperties) X(zeDeviceGetModuleProperties)   \
+                                      X(zeDeviceGetMemoryAccessProperties)
 
 // Required too: modules and kernels (modules.cpp, launch.cpp), core API
 // since Level Zero 1.0.
@@ -94,7 +93,8 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 // Entry points used only when the loader has them.
 #define ACCEL_ZE_OPTIONAL(X)     \
   X(zeDevicePciGetPropertiesExt) \
-  X(zesDeviceEnumMemoryModules) X(zesMemoryGetState) X(zeDriverGetApiVersion)
+  X(zesDeviceEnumMemoryModules)  \
+  X(zesMemoryGetState) X(zeDriverGetApiVersion) X(zeMemGetAllocProperties)
 
 // The loader's entry points; filled by load_library() in init, read-only
 // afterwards.
@@ -380,7 +380,21 @@ accel_status_t can_access_peer(Device* device, Device* peer, bool* yes);
 struct Module {
   Device* dev = nullptr;
   ze_module_handle_t handle = nullptr;
+  // Loaded from SPIR-V: each kernel's parameters (spirv_kernel_params).
+  std::map<std::string, std::vector<accel_plugin_kernel_param_t>> params;
 };
+
+// Each OpEntryPoint Kernel's parameters in the SPIR-V module `data`
+// (spirv_params.cpp): an OpTypeInt/OpTypeFloat parameter is a VALUE of its
+// width (INT, FLOAT), a vector a VALUE of its size (STRUCT; 3 components
+// take 4); an OpTypePointer by storage class: CrossWorkgroup or Generic a
+// DEVICE_POINTER (POINTER), UniformConstant (`__constant`) a read-only
+// DEVICE_POINTER, Workgroup (`__local`) LOCAL_MEMORY, Function (a struct
+// passed by value) a VALUE of unknown size (STRUCT); anything else
+// (samplers, images, events) any kind, UNKNOWN. Empty for what is not
+// SPIR-V of this byte order, or is damaged. May throw std::bad_alloc.
+std::map<std::string, std::vector<accel_plugin_kernel_param_t>> spirv_kernel_params(
+    const void* data, size_t size);
 
 // A zeKernelCreate kernel and what launches check, read once at creation.
 struct Kernel {
@@ -390,6 +404,8 @@ struct Kernel {
   std::string name;
   ze_kernel_properties_t props{};           // zeKernelGetProperties
   ze_device_compute_properties_t limits{};  // zeDeviceGetComputeProperties of dev
+  // The module's SPIR-V declarations of its parameters; empty: unknown.
+  std::vector<accel_plugin_kernel_param_t> params;
   // Level Zero keeps a launch's group size and arguments in the kernel
   // object (zeKernelSetGroupSize, zeKernelSetArgumentValue), captured by
   // zeCommandListAppendLaunchKernel, and forbids calling the setters from
@@ -413,5 +429,8 @@ ACCEL_BACKEND_COMMON_OPS(ACCEL_BACKEND_DECLARE_OP)
 ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // The ABI 1.2 modules group (modules.cpp, launch.cpp).
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.3 (memory.cpp): what zeMemGetAllocProperties says of a pointer accel
+// did not allocate.
+ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
 
 }  // namespace accel::level_zero

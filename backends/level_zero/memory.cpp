@@ -424,3 +424,48 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
 }
 
 }  // namespace accel::level_zero
+
+namespace accel::level_zero {
+
+// zeMemGetAllocProperties in each driver's context (Level Zero
+// specification, "Memory"): ZE_MEMORY_TYPE_DEVICE is memory of the device
+// it names; HOST and SHARED allocations are reachable from every device of
+// the context (-1); ZE_MEMORY_TYPE_UNKNOWN, which the call answers with
+// success for memory no allocation of the context holds (pageable host
+// memory), in every context: ACCEL_ERROR_INVALID_ARGUMENT.
+accel_status_t op_pointer_get_device(const void* ptr, int32_t* device_index) {
+  return guarded("pointer_get_device", [&]() -> accel_status_t {
+    if (ze.zeMemGetAllocProperties == nullptr)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "the Level Zero loader has no zeMemGetAllocProperties");
+    for (Driver* drv : g_drivers) {
+      if (drv->context == nullptr) continue;
+      ze_memory_allocation_properties_t props{};
+      props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+      ze_device_handle_t dev = nullptr;
+      ze_result_t r = ze.zeMemGetAllocProperties(drv->context, ptr, &props, &dev);
+      if (r != ZE_RESULT_SUCCESS) return vendor_fail("zeMemGetAllocProperties", r, drv->handle);
+      if (props.type == ZE_MEMORY_TYPE_UNKNOWN) continue;
+      if (props.type != ZE_MEMORY_TYPE_DEVICE) {
+        *device_index = -1;
+        return ACCEL_SUCCESS;
+      }
+      for (const Device* d : g_devices) {
+        if (d->handle == dev) {
+          *device_index = d->index;
+          return ACCEL_SUCCESS;
+        }
+      }
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "zeMemGetAllocProperties: %p is device memory of a device the plugin does not "
+                  "use",
+                  ptr);
+    }
+    return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                "zeMemGetAllocProperties: %p is no allocation of any Level Zero context "
+                "(ZE_MEMORY_TYPE_UNKNOWN)",
+                ptr);
+  });
+}
+
+}  // namespace accel::level_zero

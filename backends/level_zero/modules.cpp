@@ -137,6 +137,8 @@ accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
     }
     m->dev = d;
     m->handle = handle;
+    if (image->format == ACCEL_MODULE_FORMAT_SPIRV)
+      m->params = spirv_kernel_params(image->data, image->size);
     *module = m;
     return ACCEL_SUCCESS;
   });
@@ -179,6 +181,7 @@ accel_status_t op_kernel_create(accel_plugin_module_t module, const char* name,
     k->dev = d;
     k->handle = handle;
     k->name = name;
+    if (auto it = m->params.find(name); it != m->params.end()) k->params = it->second;
     k->props.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES;
     r = ze.zeKernelGetProperties(handle, &k->props);
     const char* call = "zeKernelGetProperties";
@@ -253,7 +256,14 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
     if (k == nullptr || count == nullptr || flags == nullptr || (params == nullptr && capacity > 0))
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "kernel_get_params: NULL argument");
     const size_t n = k->props.numKernelArgs;
+    // The SPIR-V's declarations when they agree with the driver's count;
+    // otherwise (a native binary) any kind and size.
+    const bool known = k->params.size() == n;
     for (size_t i = 0; i < n && i < capacity; ++i) {
+      if (known) {
+        params[i] = k->params[i];
+        continue;
+      }
       params[i].kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE) |
                         ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_DEVICE_POINTER) |
                         ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_LOCAL_MEMORY);

@@ -10,6 +10,8 @@
 //    context is created. A failing zeInit is 0 devices with the reason.
 //  - lazy_init: one context per driver.
 // Not fork-safe; no native current device (Level Zero has none).
+// ABI 1.3: pointer_get_device (memory.cpp).
+#define ACCEL_BACKEND_POINTER_GET_DEVICE accel::level_zero::op_pointer_get_device
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::level_zero, "level_zero", 200,

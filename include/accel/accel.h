@@ -1274,16 +1274,23 @@ typedef struct accel_kernel_arg_s {
  * passed by value at launch (nothing is kept between launches: two threads
  * may launch the same kernel at once). The arguments are checked against
  * the kernel's parameters where the backend knows them (count, kind, value
- * size) and device pointers against accel's allocations (one of another
- * device, without peer access, is refused; a pointer accel does not know,
- * such as one from the vendor API, is passed as it is). Ordered with the
+ * size) and device pointers against accel's allocations: one of another
+ * device, without peer access, is refused; a pointer in no accel
+ * allocation (accel_malloc, accel_host_malloc, accel_host_register) is
+ * passed only when the vendor reports it as device, managed or pinned
+ * memory the kernel's device may use (cuPointerGetAttribute,
+ * hipPointerGetAttributes, zeMemGetAllocProperties), else refused with the
+ * message a copy gives for it: a host array's address is refused on every
+ * backend, sim and opencl included. A NULL device pointer is passed as it
+ * is (legal in CUDA). Ordered with the
  * stream's copies, host functions and events like any stream operation.
  *
  * Statuses: ACCEL_SUCCESS (queued; a grid with a 0 extent queues nothing);
  * ACCEL_ERROR_INVALID_ARGUMENT (kernel not live, config NULL or struct_size
  * too small, a block extent 0, block product over max_threads_per_block,
  * grid or block over the device's limits, args NULL with num_args > 0,
- * wrong argument count, kind or size, a LOCAL_MEMORY size 0);
+ * wrong argument count, kind or size, a LOCAL_MEMORY size 0, a device
+ * pointer in no accel allocation that the vendor does not report);
  * ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or backend, device
  * pointer of another device); ACCEL_ERROR_OUT_OF_MEMORY (shared/local memory
  * over the device's limit, including local memory arguments plus

@@ -511,9 +511,12 @@ typedef struct accel_plugin_api_s {
    * memory mapped for all); ACCEL_ERROR_INVALID_ARGUMENT when the vendor
    * says it is not such memory; ACCEL_ERROR_NOT_SUPPORTED when the vendor
    * cannot tell. Asked by the core only for a pointer that lies in no
-   * allocation accel made; the core refuses the launch unless ACCEL_SUCCESS.
-   * NULL: the plugin's kernels take only accel's own allocations. Never
-   * waits; thread-safe. */
+   * allocation accel made; the core refuses the launch unless ACCEL_SUCCESS
+   * with the kernel's device or -1 (another index: DEVICE_MISMATCH), with
+   * the message a copy gives for such a pointer; a NULL pointer argument
+   * is never asked about and passes. NULL member: the plugin's kernels
+   * take only accel's own allocations (sim, opencl). Never waits;
+   * thread-safe. Plugin ABI rule ABI-42. */
   accel_status_t (*pointer_get_device)(const void* ptr, int32_t* device_index);
   /* Give `stream` a name for the vendor's tools (NVTX nvtxNameCuStreamA,
    * roctx); `name` is NUL-terminated, 1..ACCEL_STREAM_NAME_MAX bytes,

@@ -466,6 +466,48 @@ TEST_CASE("modules: a bad launch is refused and queues nothing", "[modules]") {
   }
 }
 
+// A host array's data() passed as a device pointer (finding: it "works"
+// where device memory is host memory and faults on a discrete GPU): refused
+// on every backend, with the message a copy gets for the same pointer, and
+// nothing is queued.
+TEST_CASE("modules: a host pointer as a device pointer argument is refused", "[modules]") {
+  ThreadStateGuard guard;
+  if (!has_modules("host pointer argument")) return;
+  Module mod;
+  if (mod.m == nullptr) return;
+  Stream s;
+  const uint32_t n = 64;
+  std::vector<float> host(n, 1.0f), zeros(n, 0.0f);
+  DeviceMem dy(-1, n * 4);
+  upload(dy.get(), zeros, s);
+  accel_kernel_t saxpy = mod.kernel("saxpy");
+  const float alpha = 3.0f;
+  auto c = config_of({1, 1, 1}, {n, 1, 1}, s);
+  accel_kernel_arg_t args[] = {value_arg(alpha), ptr_arg(host.data()), ptr_arg(dy.get()),
+                               value_arg(n)};
+  const std::string phrase = "is not inside a live allocation made by accel_malloc";
+  conf::FreshResult copy = conf::run_in_fresh_thread([&]() -> accel_status_t {
+    return accel_memcpy_async(host.data(), zeros.data(), 4, ACCEL_MEMCPY_HOST_TO_DEVICE, s);
+  });
+  CHECK(copy.status == ACCEL_ERROR_INVALID_ARGUMENT);
+  INFO("copy: " << copy.after);
+  CHECK(copy.after.find(phrase) != std::string::npos);
+  // Twice: the second answer must not come from a cache of the first.
+  for (int round = 0; round < 2; ++round) {
+    conf::FreshResult launch = conf::run_in_fresh_thread(
+        [&]() -> accel_status_t { return accel_launch_kernel(saxpy, &c, args, 4); });
+    INFO("launch: " << launch.after);
+    CHECK(launch.status == ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(launch.after.find(phrase) != std::string::npos);
+    CHECK(launch.after.find("argument 1") != std::string::npos);
+  }
+  auto y = download<float>(dy.get(), n, s);
+  for (uint32_t i = 0; i < n; ++i) {
+    INFO("element " << i << " changed although the launch was refused");
+    REQUIRE(y[i] == 0.0f);
+  }
+}
+
 TEST_CASE("modules: launches are ordered with copies and host functions and events", "[modules]") {
   ThreadStateGuard guard;
   if (!has_modules("ordering")) return;

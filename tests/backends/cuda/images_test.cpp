@@ -7,8 +7,12 @@
 
 #include "images.hpp"
 
+#include "accel/accel_plugin.h"
+#include "accel_kernels.h"
+
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -121,4 +125,29 @@ TEST_CASE("fat binary: magic; header size; payload inside the image", "[images]"
   CHECK_THAT(problem(ImageKind::fatbin, bytes(".version 9.0\n.target sm_75\n")),
              Catch::Contains("0xba55ed50"));
   CHECK_THAT(problem(ImageKind::fatbin, bytes("ab")), Catch::Contains("magic"));
+}
+
+// The parameter types of nvcc's PTX for kernels/accel_kernels.cu, as
+// kernel_get_params reports them: float is .f32, uint32_t .u32, and
+// pointers .u64 without .ptr (nvcc's default), which could as well be a
+// 64-bit integer: unknown.
+TEST_CASE("PTX parameter types of nvcc's kernels", "[images]") {
+  const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_PTX);
+  if (im == nullptr) {
+    WARN("this build has no PTX kernels (nvcc was not found): nothing to read");
+    return;
+  }
+  const auto types = accel::cuda::ptx_param_types(static_cast<const char*>(im->data), im->size);
+  constexpr uint32_t F = ACCEL_KERNEL_ARG_TYPE_FLOAT, I = ACCEL_KERNEL_ARG_TYPE_INT,
+                     U = ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+  const std::map<std::string, std::vector<uint32_t>> expected = {
+      {"vector_add", {U, U, U, I}}, {"saxpy", {F, U, U, I}}, {"reduce_sum", {U, U, I}},
+      {"index_3d", {U, I, I}},      {"empty", {}},
+  };
+  for (const auto& [name, want] : expected) {
+    INFO(name);
+    auto it = types.find(name);
+    REQUIRE(it != types.end());
+    CHECK(it->second == want);
+  }
 }

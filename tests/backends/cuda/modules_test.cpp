@@ -509,6 +509,89 @@ TEST_CASE("options; unknown kernels and wrong arguments are refused; nothing que
   CHECK_THAT(msg, Catch::Contains("not a live kernel"));
 }
 
+// A pointer accel did not allocate: memory the program took from the
+// driver itself (cuMemAlloc, as cudaMalloc does) is what
+// cuPointerGetAttribute reports as the device's and runs; pageable host
+// memory (a std::vector) is refused with the copy's message, and so is the
+// driver's memory of the other device.
+TEST_CASE("kernel pointers: the driver's own memory runs; pageable memory is refused",
+          "[modules]") {
+  const accel_module_image_t* im = ptx_image();
+  if (im == nullptr) return;
+  accel_module_t m = load(*im, 0);
+  accel_kernel_t add = kernel(m, "vector_add");
+  accel_stream_t s = nullptr;
+  REQUIRE_OK(accel_stream_create(0, 0, &s));
+  const std::string path = env("ACCEL_CUDA_DRIVER");
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  // The Driver API's types as cuda.h spells them (this test does not
+  // include cuda.h): CUresult is an enum with CUDA_SUCCESS 0, CUcontext and
+  // CUstream are pointers, CUdeviceptr an unsigned 64-bit integer.
+  using CUresult = int;
+  using CUcontext = void*;
+  using CUdevice = int;
+  using CUdeviceptr = unsigned long long;
+  using CUstream = void*;
+  constexpr CUresult CUDA_SUCCESS = 0;
+  using Retain = CUresult (*)(CUcontext*, CUdevice);
+  using SetCurrent = CUresult (*)(CUcontext);
+  using Alloc = CUresult (*)(CUdeviceptr*, size_t);
+  using Free = CUresult (*)(CUdeviceptr);
+  using DtoH = CUresult (*)(void*, CUdeviceptr, size_t, CUstream);
+  using Sync = CUresult (*)();
+  auto sym = [h](const char* name) {
+    void* f = dlsym(h, name);
+    INFO(name);
+    REQUIRE(f != nullptr);
+    return f;
+  };
+  auto retain = reinterpret_cast<Retain>(sym("cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<SetCurrent>(sym("cuCtxSetCurrent"));
+  auto mem_alloc = reinterpret_cast<Alloc>(sym("cuMemAlloc_v2"));
+  auto mem_free = reinterpret_cast<Free>(sym("cuMemFree_v2"));
+  auto dtoh = reinterpret_cast<DtoH>(sym("cuMemcpyDtoHAsync_v2"));
+  auto ctx_sync = reinterpret_cast<Sync>(sym("cuCtxSynchronize"));
+  const uint32_t n = 100;
+  CUcontext ctx0 = nullptr, ctx1 = nullptr;
+  REQUIRE(retain(&ctx0, 0) == CUDA_SUCCESS);
+  REQUIRE(retain(&ctx1, 1) == CUDA_SUCCESS);
+  CUdeviceptr theirs = 0, other = 0;
+  REQUIRE(set_current(ctx1) == CUDA_SUCCESS);
+  REQUIRE(mem_alloc(&other, n * sizeof(float)) == CUDA_SUCCESS);
+  REQUIRE(set_current(ctx0) == CUDA_SUCCESS);
+  REQUIRE(mem_alloc(&theirs, n * sizeof(float)) == CUDA_SUCCESS);
+  const std::vector<float> a = ramp(n, 0.5f, 1.0f), b = ramp(n, 2.0f, -3.0f);
+  Buffer da(0, a, s), db(0, b, s);
+  accel_launch_config_t c = config({1, 1, 1}, {128, 1, 1}, s);
+  auto* out = reinterpret_cast<void*>(static_cast<uintptr_t>(theirs));
+  const accel_kernel_arg_t good[] = {ptr(da.p), ptr(db.p), ptr(out), val(n)};
+  REQUIRE_OK(accel_launch_kernel(add, &c, good, 4));
+  REQUIRE_OK(accel_stream_synchronize(s));
+  std::vector<float> got(n);
+  REQUIRE(dtoh(got.data(), theirs, n * sizeof(float), nullptr) == CUDA_SUCCESS);
+  REQUIRE(ctx_sync() == CUDA_SUCCESS);
+  size_t wrong = 0;
+  for (uint32_t i = 0; i < n; ++i) wrong += got[i] != a[i] + b[i];
+  CHECK(wrong == 0);
+  std::vector<float> host(n, 0.0f);
+  const accel_kernel_arg_t pageable[] = {ptr(da.p), ptr(db.p), ptr(host.data()), val(n)};
+  std::string msg =
+      refused(accel_launch_kernel(add, &c, pageable, 4), ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("is not inside a live allocation made by accel_malloc"));
+  CHECK_THAT(msg, Catch::Contains("argument 2"));
+  auto* elsewhere = reinterpret_cast<void*>(static_cast<uintptr_t>(other));
+  const accel_kernel_arg_t wrong_device[] = {ptr(da.p), ptr(db.p), ptr(elsewhere), val(n)};
+  msg = refused(accel_launch_kernel(add, &c, wrong_device, 4), ACCEL_ERROR_DEVICE_MISMATCH);
+  CHECK_THAT(msg, Catch::Contains("device 1"));
+  REQUIRE_OK(accel_stream_synchronize(s));
+  CHECK(std::all_of(host.begin(), host.end(), [](float v) { return v == 0.0f; }));
+  CHECK(mem_free(theirs) == CUDA_SUCCESS);
+  CHECK(mem_free(other) == CUDA_SUCCESS);
+  REQUIRE_OK(accel_stream_destroy(s));
+  REQUIRE_OK(accel_module_unload(m));
+}
+
 TEST_CASE("dynamic shared memory: opt-in above 48 KiB; refused above the device", "[modules]") {
   const accel_module_image_t* im = ptx_image();
   if (im == nullptr) return;
@@ -657,7 +740,7 @@ TEST_CASE("PTX newer than the driver is BUILD_FAILED; naming the version", "[mod
   REQUIRE(std::sscanf(text.c_str() + at, ".version %d.%d", &major, &minor) == 2);
   if (major * 10 + minor <= 84) {
     accel_test::skipf("this nvcc writes PTX ISA %d.%d, which a CUDA 12.4 driver loads", major,
-                minor);
+                      minor);
     return;
   }
   accel_module_t m = nullptr;

@@ -33,7 +33,8 @@ using accel::hip::KernelParam;
 const accel_module_image_t* amd_image(const char* test) {
   const accel_module_image_t* im = accel_kernels_image(ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT);
   if (im == nullptr) {
-    accel_test::skipf("(%s): this build made no AMD code object (hipcc not found: "
+    accel_test::skipf(
+        "(%s): this build made no AMD code object (hipcc not found: "
         "apt-get install hipcc, or -Dhipcc=disabled)",
         test);
   }
@@ -90,6 +91,13 @@ void check_kernel(const KernelMetadataSet& set, const char* name, std::vector<Ex
     CHECK(k->params[i].offset == want[i].offset);
     CHECK(k->params[i].size == want[i].size);
     CHECK(k->params[i].kind == want[i].kind);
+    // hipcc's metadata gives pointers (global_buffer) but no .type_name
+    // for values (LLVM writes it for OpenCL sources only): values are
+    // unknown. No .is_const either, so no pointer is marked read-only.
+    const uint32_t type = want[i].kind == KernelParam::Kind::pointer
+                              ? uint32_t{ACCEL_KERNEL_ARG_TYPE_POINTER}
+                              : uint32_t{ACCEL_KERNEL_ARG_TYPE_UNKNOWN};
+    CHECK(k->params[i].type == type);
   }
   CHECK(k->explicit_bytes == end);
   CHECK(k->kernarg_segment_size >= end);

@@ -8,6 +8,8 @@
 // computed here from the kernels' definitions in kernels/accel_kernels.cl.
 #include <catch2/catch.hpp>
 
+#include "backend.hpp"
+
 #include "../common.hpp"
 #include "accel_kernels.h"
 
@@ -435,11 +437,17 @@ TEST_CASE("malformed images; wrong arguments and limits are refused; nothing que
   const uint64_t n64 = n;
   const accel_kernel_arg_t three[] = {pointer(a.p), pointer(b.p), pointer(c.p)};
   refused(ok, three, 3, "takes 4 parameters", ACCEL_ERROR_INVALID_ARGUMENT);
-  // Sizes the driver checks (ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE).
+  // Sizes the SPIR-V declares (OpTypeInt 32), checked by the core before
+  // the driver sees them.
   const accel_kernel_arg_t wide_n[] = {pointer(a.p), pointer(b.p), pointer(c.p), value(n64)};
-  refused(ok, wide_n, 4, "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE",
+  refused(ok, wide_n, 4, "argument 3 has 8 bytes; parameter 3 is 4 bytes",
           ACCEL_ERROR_INVALID_ARGUMENT);
   CHECK(has(accel_last_error(), "argument 3"));
+  // Kinds too: a value where the SPIR-V declares a CrossWorkgroup pointer.
+  const accel_kernel_arg_t value_for_pointer[] = {value(n64), pointer(b.p), pointer(c.p), value(n)};
+  refused(ok, value_for_pointer, 4,
+          "argument 0 is a value argument; parameter 0 takes device pointer",
+          ACCEL_ERROR_INVALID_ARGUMENT);
   const accel_kernel_arg_t local_ptr[] = {pointer(a.p), local(64), pointer(c.p), value(n)};
   refused(ok, local_ptr, 4, "argument 1", ACCEL_ERROR_INVALID_ARGUMENT);
   // The device's limits.
@@ -772,4 +780,54 @@ TEST_CASE("the fake driver's modules through the loader: the checks the tests re
   CHECK(zeModuleCreate(ctx, device, &desc, &mod, &log) == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
   CHECK(has(log_text(log), "runs past the end of the module"));
   CHECK(mod == nullptr);
+}
+
+// The backend's SPIR-V reader on the build's image (clang-15 and
+// llvm-spirv-15 from kernels/accel_kernels.cl) and on unsized_arg.cl's: what
+// kernel_get_params reports for each kernel.
+TEST_CASE("SPIR-V parameter kinds and sizes and types", "[modules]") {
+  const accel_module_image_t* im = spirv_image();
+  if (im == nullptr) return;
+  const auto all = accel::level_zero::spirv_kernel_params(im->data, im->size);
+  constexpr uint32_t V = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE),
+                     P = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_DEVICE_POINTER),
+                     L = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_LOCAL_MEMORY);
+  constexpr uint32_t F = ACCEL_KERNEL_ARG_TYPE_FLOAT, I = ACCEL_KERNEL_ARG_TYPE_INT,
+                     PT = ACCEL_KERNEL_ARG_TYPE_POINTER, U = ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+  struct Want {
+    uint32_t kinds, type;
+    size_t size;
+  };
+  const std::vector<std::pair<const char*, std::vector<Want>>> expected = {
+      {"vector_add", {{P, PT, 0}, {P, PT, 0}, {P, PT, 0}, {V, I, 4}}},
+      {"saxpy", {{V, F, 4}, {P, PT, 0}, {P, PT, 0}, {V, I, 4}}},
+      {"reduce_sum", {{P, PT, 0}, {P, PT, 0}, {L, U, 0}, {V, I, 4}}},
+      {"index_3d", {{P, PT, 0}, {V, I, 4}, {V, I, 4}}},
+      {"empty", {}},
+  };
+  for (const auto& [name, want] : expected) {
+    INFO(name);
+    auto it = all.find(name);
+    REQUIRE(it != all.end());
+    REQUIRE(it->second.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(it->second[i].kinds == want[i].kinds);
+      CHECK(it->second[i].type == want[i].type);
+      CHECK(it->second[i].size == want[i].size);
+    }
+  }
+#ifdef ZE_TEST_HAVE_UNSIZED_SPIRV
+  const auto sampler =
+      accel::level_zero::spirv_kernel_params(ze_test_unsized_spirv, ze_test_unsized_spirv_size);
+  auto it = sampler.find("takes_sampler");
+  REQUIRE(it != sampler.end());
+  REQUIRE(it->second.size() == 2);
+  CHECK(it->second[0].kinds == (V | P | L));  // a sampler: not a type the reader sizes
+  CHECK(it->second[0].type == U);
+  CHECK(it->second[1].type == PT);
+#endif
+  // Not SPIR-V: nothing.
+  const unsigned char junk[20] = {1, 2, 3};
+  CHECK(accel::level_zero::spirv_kernel_params(junk, sizeof junk).empty());
 }

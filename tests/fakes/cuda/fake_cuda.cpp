@@ -1119,6 +1119,47 @@ CUresult cuMemHostUnregister(void* p) {
   return CUDA_SUCCESS;
 }
 
+// Driver API reference, cuPointerGetAttribute ("Unified Addressing"):
+// memory type, ordinal and managed-ness of memory the driver allocated or
+// registered; any other address (pageable host memory) is
+// CUDA_ERROR_INVALID_VALUE. The fake makes no managed memory. Attributes the
+// plugin does not ask for are CUDA_ERROR_INVALID_VALUE here.
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  FAKE_READY();
+  if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Model& m = model();
+  std::lock_guard lock(m.m);
+  const auto p = static_cast<uintptr_t>(ptr);
+  unsigned type = 0;
+  int ordinal = -1;
+  auto dev = m.allocations.upper_bound(p);
+  if (dev != m.allocations.begin() && p - std::prev(dev)->first < std::prev(dev)->second.bytes) {
+    type = CU_MEMORYTYPE_DEVICE;
+    ordinal = std::prev(dev)->second.device;
+  } else if (auto h = overlapping(m.host_allocations, p, 1); h != m.host_allocations.end()) {
+    type = CU_MEMORYTYPE_HOST;
+    ordinal = h->second.ctx->device;
+  } else if (auto r = overlapping(m.registered, p, 1); r != m.registered.end()) {
+    type = CU_MEMORYTYPE_HOST;
+    ordinal = r->second.ctx->device;
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned*>(data) = type;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = ordinal;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned*>(data) = 0;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
 CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
   FAKE_READY();
   if (device_of(dev) == nullptr || device_of(peerDev) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
@@ -1218,6 +1259,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
       FAKE_ENTRY(cuDeviceCanAccessPeer),
       FAKE_ENTRY(cuCtxEnablePeerAccess),
       FAKE_ENTRY(cuMemcpyPeerAsync),
+      FAKE_ENTRY(cuPointerGetAttribute),
       FAKE_ENTRY(cuModuleLoadDataEx),
       FAKE_ENTRY(cuModuleUnload),
       FAKE_ENTRY(cuModuleGetFunction),

@@ -759,8 +759,7 @@ FAKE_EXPORT hipError_t hipDeviceSynchronize(void) {
       if (st->device == t_device) todo.push_back(st);
     if (auto& ns = s.devices[static_cast<size_t>(t_device)].null_stream) todo.push_back(ns);
     auto& d = s.draining;
-    d.erase(std::remove_if(d.begin(), d.end(), [](const auto& w) { return w.expired(); }),
-            d.end());
+    d.erase(std::remove_if(d.begin(), d.end(), [](const auto& w) { return w.expired(); }), d.end());
     for (auto& w : d)
       if (auto st = w.lock(); st && st->device == t_device) todo.push_back(std::move(st));
   }
@@ -1046,6 +1045,55 @@ bool overlaps(const std::map<uintptr_t, size_t>& ranges, uintptr_t p, size_t n) 
 }
 
 }  // namespace
+
+// hipPointerGetAttributes (HIP Runtime API, "Memory Management"): device
+// memory from hipMalloc (devicePointer, device), page-locked host memory
+// from hipHostMalloc or hipHostRegister (hostPointer and devicePointer both
+// the address: the fake maps host memory at the same address). An address
+// the runtime does not know: HIP 5.2 answers hipErrorInvalidValue; HIP 6
+// answers hipSuccess with type hipMemoryTypeUnregistered (0) and no pointers.
+// The memory-type values follow each release (HIP 6 renumbered the enum:
+// Host 1, Device 2). The fake makes no managed memory.
+FAKE_EXPORT hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attributes, const void* ptr) {
+  if (attributes == nullptr || ptr == nullptr) return hipErrorInvalidValue;
+  FAKE_BEGIN();
+#ifdef FAKE_HIP_5_2_EXPORTS
+  constexpr int kHost = 0, kDevice = 1;
+#else
+  constexpr int kHost = 1, kDevice = 2;
+#endif
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  auto inside = [p](const auto& ranges, auto bytes_of) {
+    auto it = ranges.upper_bound(p);
+    if (it == ranges.begin()) return ranges.end();
+    --it;
+    return p - it->first < bytes_of(it->second) ? it : ranges.end();
+  };
+  *attributes = hipPointerAttribute_t{};
+  if (auto a = inside(s.allocs, [](const Alloc& x) { return x.size; }); a != s.allocs.end()) {
+    attributes->memoryType = static_cast<hipMemoryType>(kDevice);
+    attributes->device = a->second.device;
+    attributes->devicePointer = const_cast<void*>(ptr);
+    return hipSuccess;
+  }
+  auto bytes = [](size_t b) { return b; };
+  if (inside(s.host_allocs, bytes) != s.host_allocs.end() ||
+      inside(s.registered, bytes) != s.registered.end()) {
+    attributes->memoryType = static_cast<hipMemoryType>(kHost);
+    attributes->device = t_device;
+    attributes->devicePointer = const_cast<void*>(ptr);
+    attributes->hostPointer = const_cast<void*>(ptr);
+    return hipSuccess;
+  }
+#ifdef FAKE_HIP_5_2_EXPORTS
+  return hipErrorInvalidValue;
+#else
+  attributes->device = t_device;
+  return hipSuccess;
+#endif
+}
 
 // hipHostMalloc's flags (HIP 5.2 and 6 alike); Coherent and NonCoherent
 // together are refused. Size 0 gives NULL and success.
