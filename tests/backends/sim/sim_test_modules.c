@@ -47,7 +47,7 @@ static void nothing(const accel_sim_kernel_context_t* ctx, void* const* args) {
 }
 
 #if defined(SIM_TEST_BAD_KIND)
-static const accel_sim_kernel_param_t kParams[] = {{1, 0}, {7, 0}};
+static const accel_sim_kernel_param_t kParams[] = {{1, 0, 0}, {7, 0, 0}};
 static const accel_sim_kernel_t kKernels[] = {{"bad_kind", nothing, 2, kParams, 0}};
 EXPORT const accel_sim_kernel_table_t accel_sim_kernels = {ACCEL_SIM_KERNEL_ABI_VERSION, 1,
                                                            kKernels};
@@ -107,9 +107,10 @@ static void local_layout(const accel_sim_kernel_context_t* ctx, void* const* arg
   out[4] = ok;
 }
 
-static const accel_sim_kernel_param_t kLimited[] = {{1, 0}};
-static const accel_sim_kernel_param_t kStructValue[] = {{1, 0}, {0, sizeof(triple_t)}};
-static const accel_sim_kernel_param_t kLocalLayout[] = {{1, 0}, {2, 0}, {0, 4}, {2, 0}, {0, 4}};
+static const accel_sim_kernel_param_t kLimited[] = {{1, 0, 0}};
+static const accel_sim_kernel_param_t kStructValue[] = {{1, 0, 0}, {0, sizeof(triple_t), 4}};
+static const accel_sim_kernel_param_t kLocalLayout[] = {
+    {1, 0, 0}, {2, 0, 0}, {0, 4, 1}, {2, 0, 0}, {0, 4, 1}};
 
 static const accel_sim_kernel_t kKernels[] = {
     {"limited", limited, 1, kLimited, 64},
