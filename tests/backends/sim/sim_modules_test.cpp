@@ -39,6 +39,8 @@ SIM_TEST_IMAGE(no_table)
 SIM_TEST_IMAGE(unresolved)
 SIM_TEST_IMAGE(bad_version)
 SIM_TEST_IMAGE(bad_kind)
+SIM_TEST_IMAGE(bad_type)
+SIM_TEST_IMAGE(version_1)
 #undef SIM_TEST_IMAGE
 }
 
@@ -472,6 +474,44 @@ TEST_CASE("sim modules: local memory layout, and no shared bytes beside local pa
   }
 }
 
+TEST_CASE("sim modules: parameter types from the table, and version 1 tables without them",
+          "[sim-modules]") {
+  require_sim();
+  Stream s;
+  Buffer<float> out(0, 1);
+  const float value = 2.0f;
+  const int32_t as_int = 2;
+  const int32_t float_types[] = {ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_FLOAT};
+  const int32_t int_types[] = {ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  // A version 1 table loads; its parameters' types are unknown, so only
+  // kinds and sizes are checked.
+  Module v1(0, image_of(sim_test_module_version_1, sim_test_module_version_1_size));
+  accel_kernel_t store = v1.kernel("store_float");
+  accel_launch_config_t c = config({1, 1, 1}, {1, 1, 1}, s.s);
+  const accel_kernel_arg_t int_args[] = {ptr_arg(out.p), value_arg(as_int)};
+  c.arg_types = int_types;
+  CHECK_OK(accel_launch_kernel(store, &c, int_args, 2));
+  const accel_kernel_arg_t float_args[] = {ptr_arg(out.p), value_arg(value)};
+  c.arg_types = float_types;
+  CHECK_OK(accel_launch_kernel(store, &c, float_args, 2));
+  CHECK(out.download(s.s) == std::vector<float>{value});
+  // The shared kernels' table (version 2) types saxpy's alpha as a float.
+  Module shared;
+  accel_kernel_t saxpy = shared.kernel("saxpy");
+  const uint32_t n = 1;
+  const accel_kernel_arg_t saxpy_args[] = {value_arg(as_int), ptr_arg(out.p), ptr_arg(out.p),
+                                           value_arg(n)};
+  const int32_t saxpy_types[] = {ACCEL_KERNEL_ARG_TYPE_INT, ACCEL_KERNEL_ARG_TYPE_POINTER,
+                                 ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  c.arg_types = saxpy_types;
+  CHECK(accel_launch_kernel(saxpy, &c, saxpy_args, 4) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(has(last_error(), "parameter 0 is float (4 bytes)"));
+  // A config that ends before arg_types says no types: accepted as before.
+  c.struct_size = offsetof(accel_launch_config_t, arg_types);
+  CHECK_OK(accel_launch_kernel(saxpy, &c, saxpy_args, 4));
+  CHECK_OK(accel_stream_synchronize(s.s));
+}
+
 TEST_CASE("sim modules: modules loaded at once stay distinct", "[sim-modules]") {
   // Each load is its own shared object, whatever descriptor number its
   // memory file had (glibc finds loaded objects by the name they were opened
@@ -532,7 +572,9 @@ TEST_CASE("sim modules: bad shared objects are BUILD_FAILED with a log", "[sim-m
         Case{sim_test_module_unresolved, sim_test_module_unresolved_size,
              "accel_sim_test_missing_function"},
         Case{sim_test_module_bad_version, sim_test_module_bad_version_size, "abi_version 99"},
-        Case{sim_test_module_bad_kind, sim_test_module_bad_kind_size, "kind 7"}}) {
+        Case{sim_test_module_bad_kind, sim_test_module_bad_kind_size, "kind 7"},
+        Case{sim_test_module_bad_type, sim_test_module_bad_type_size,
+             "parameter 0 of kernel 'bad_type' has type 0x1"}}) {
     INFO("expecting: " << c.says);
     accel_module_t m = nullptr;
     const accel_module_image_t im = image_of(c.data, c.size);
