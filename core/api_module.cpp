@@ -154,6 +154,15 @@ accel_status_t describe_kernel(Backend& b, accel_kernel_s& k) {
   }
   k.param_flags = flags;
   k.params_known = true;
+  // The member was `reserved` (0) before ABI 1.3; a 1.2 plugin's word is
+  // not trusted to be a type.
+  k.param_types_known = false;
+  for (accel_plugin_kernel_param_t& p : k.params) {
+    if (b.abi_minor < 3) p.type = 0;
+    const uint32_t t = p.type & ACCEL_PLUGIN_PARAM_TYPE_MASK;
+    if (t == ACCEL_KERNEL_ARG_TYPE_INT || t == ACCEL_KERNEL_ARG_TYPE_FLOAT)
+      k.param_types_known = true;
+  }
   return ACCEL_SUCCESS;
 }
 
@@ -427,6 +436,7 @@ accel_status_t accel_module_get_kernel(accel_module_t module, const char* name,
     k->params_known = false;
     k->param_flags = 0;
     k->params.clear();
+    k->param_types_known = false;
     if (auto st = describe_kernel(b, *k); st != ACCEL_SUCCESS) {
       b.api.kernel_destroy(native);
       k->native = nullptr;
@@ -518,7 +528,12 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
     // A kernel without parameters launched without arguments (the launch
     // overhead benchmark's case) has nothing to check: no call.
     if (num_args != 0 || !k->params_known || !k->params.empty()) {
-      if (auto st = check_kernel_args(fn, *k, args, num_args); st != ACCEL_SUCCESS) return st;
+      const int32_t* types =
+          config->struct_size >= offsetof(accel_launch_config_t, arg_types) + sizeof(void*)
+              ? config->arg_types
+              : nullptr;
+      if (auto st = check_kernel_args(fn, *k, args, num_args, types); st != ACCEL_SUCCESS)
+        return st;
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return ACCEL_SUCCESS;  // nothing to run
     TraceSpan span(stream);

@@ -150,10 +150,75 @@ accel_status_t check_one(const char* fn, const accel_kernel_s& k, size_t i,
   }
 }
 
+// What a value of accel_kernel_arg_type_t `type` and `bytes` is, in words.
+std::string type_text(int32_t type, size_t bytes) {
+  switch (type) {
+    case ACCEL_KERNEL_ARG_TYPE_INT:
+      return fmt::format("an integer of {} bytes", bytes);
+    case ACCEL_KERNEL_ARG_TYPE_FLOAT:
+      return fmt::format("a floating-point value of {} bytes", bytes);
+    case ACCEL_KERNEL_ARG_TYPE_POINTER:
+      return "a pointer";
+    case ACCEL_KERNEL_ARG_TYPE_STRUCT:
+      return fmt::format("a struct of {} bytes", bytes);
+    default:
+      return fmt::format("{} bytes", bytes);
+  }
+}
+
+// A parameter's type as a C programmer names it: "float (4 bytes)".
+std::string param_type_text(uint32_t type, size_t bytes) {
+  if (type == ACCEL_KERNEL_ARG_TYPE_FLOAT) {
+    const char* name = bytes == 2 ? "half" : bytes == 8 ? "double" : "float";
+    return fmt::format("{} ({} bytes)", name, bytes);
+  }
+  return fmt::format("an integer ({} bytes)", bytes);
+}
+
+// Argument i's declared type against parameter `param`'s: only an integer
+// for a float or a float for an integer is refused (integers of one size
+// match whatever their signedness, as C's conversions allow; a struct or
+// an unknown type is checked by its size alone).
+accel_status_t check_type(const char* fn, const accel_kernel_s& k, size_t i, size_t param,
+                          const accel_kernel_arg_t& a, int32_t type) {
+  const uint32_t want = k.params[param].type & ACCEL_PLUGIN_PARAM_TYPE_MASK;
+  const bool numeric_arg = type == ACCEL_KERNEL_ARG_TYPE_INT || type == ACCEL_KERNEL_ARG_TYPE_FLOAT;
+  const bool numeric_param =
+      want == ACCEL_KERNEL_ARG_TYPE_INT || want == ACCEL_KERNEL_ARG_TYPE_FLOAT;
+  if (a.kind != ACCEL_KERNEL_ARG_VALUE || !numeric_arg || !numeric_param ||
+      static_cast<uint32_t>(type) == want)
+    return ACCEL_SUCCESS;
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: kernel '{}' argument {} is {}; parameter {} is {}: its bits would be read as "
+               "another type (convert it first, or launch through a typed kernel, "
+               "accel::Module::kernel<void(...)>(name), which converts as CUDA's <<<>>> does)",
+               fn, k.name, i, type_text(type, a.size), param,
+               param_type_text(want, k.params[param].size != 0 ? k.params[param].size : a.size));
+}
+
+// An argument where parameter `param` takes local memory: say which argument
+// is missing and how to pass it.
+accel_status_t local_missing(const char* fn, const accel_kernel_s& k, size_t i, size_t param,
+                             const accel_kernel_arg_t& a) {
+  return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+               "{}: kernel '{}' parameter {} takes local memory (an OpenCL-style __local "
+               "parameter) and argument {} is a {} argument: the local memory argument is "
+               "missing. Pass it as argument {}, accel::LocalMemory{{bytes}} in C++ "
+               "(ACCEL_KERNEL_ARG_LOCAL_MEMORY in C), instead of shared_bytes",
+               fn, k.name, param, i, kind_name(a.kind), param);
+}
+
+// Whether parameter `param` is one that only local memory fills.
+bool takes_local_only(const accel_kernel_s& k, size_t param) {
+  return param < k.params.size() &&
+         k.params[param].kinds == ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_LOCAL_MEMORY);
+}
+
 }  // namespace
 
 accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
-                                 const accel_kernel_arg_t* args, size_t num_args) {
+                                 const accel_kernel_arg_t* args, size_t num_args,
+                                 const int32_t* arg_types) {
   if (num_args > 0 && args == nullptr) {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: args is NULL with num_args {}", fn, num_args);
   }
@@ -162,6 +227,11 @@ accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
   for (size_t i = 0; i < num_args; ++i) {
     const accel_kernel_arg_t& a = args[i];
     if (auto st = check_one(fn, k, i, a); st != ACCEL_SUCCESS) return st;
+    if (arg_types != nullptr && (arg_types[i] < ACCEL_KERNEL_ARG_TYPE_UNKNOWN ||
+                                 arg_types[i] > ACCEL_KERNEL_ARG_TYPE_STRUCT))
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' arg_types[{}] is {}, not an accel_kernel_arg_type_t", fn,
+                   k.name, i, arg_types[i]);
     if (!k.params_known) continue;
     if (local_in_shared && a.kind == ACCEL_KERNEL_ARG_LOCAL_MEMORY) continue;  // no parameter
     if (param >= k.params.size()) {
@@ -171,6 +241,7 @@ accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
     }
     const accel_plugin_kernel_param_t& p = k.params[param];
     if ((p.kinds & ACCEL_PLUGIN_ARG_KIND_BIT(a.kind)) == 0) {
+      if (takes_local_only(k, param)) return local_missing(fn, k, i, param, a);
       return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                    "{}: kernel '{}' argument {} is a {} argument; parameter {} takes {}", fn,
                    k.name, i, kind_name(a.kind), param, kinds_text(p.kinds));
@@ -180,9 +251,19 @@ accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
                    "{}: kernel '{}' argument {} has {} bytes; parameter {} is {} bytes", fn, k.name,
                    i, a.size, param, p.size);
     }
+    if (arg_types != nullptr && k.param_types_known) {
+      if (auto st = check_type(fn, k, i, param, a, arg_types[i]); st != ACCEL_SUCCESS) return st;
+    }
     ++param;
   }
   if (k.params_known && param != k.params.size()) {
+    if (param < k.params.size() && takes_local_only(k, param)) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: kernel '{}' takes {} parameters; the launch passes {}: parameter {} "
+                   "takes local memory and has no argument. Pass it as argument {}, "
+                   "accel::LocalMemory{{bytes}} in C++ (ACCEL_KERNEL_ARG_LOCAL_MEMORY in C)",
+                   fn, k.name, k.params.size(), param, param, param);
+    }
     return failf(ACCEL_ERROR_INVALID_ARGUMENT,
                  "{}: kernel '{}' takes {} parameter{}; the launch passes {}{}", fn, k.name,
                  k.params.size(), k.params.size() == 1 ? "" : "s", param,

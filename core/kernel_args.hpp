@@ -12,7 +12,11 @@ namespace accel::core {
 // pointer of another device) naming `fn`, the kernel and the argument. A
 // non-NULL device pointer in no accel allocation passes only when the
 // plugin's pointer_get_device reports it as the kernel's device's memory.
+// `arg_types` (NULL, or num_args accel_kernel_arg_type_t values) says what
+// each argument is; an integer for a float parameter, or a float for an
+// integer one, is refused where the plugin said the parameter's type.
 accel_status_t check_kernel_args(const char* fn, const accel_kernel_s& k,
-                                 const accel_kernel_arg_t* args, size_t num_args);
+                                 const accel_kernel_arg_t* args, size_t num_args,
+                                 const int32_t* arg_types);
 
 }  // namespace accel::core

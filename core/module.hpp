@@ -142,6 +142,9 @@ struct accel_kernel_s {
   bool params_known = false;           // kernel_get_params answered
   uint32_t param_flags = 0;            // ACCEL_PLUGIN_KERNEL_*
   std::vector<accel_plugin_kernel_param_t> params;
+  // Some parameter has an INT or FLOAT type (params[i].type): only then do
+  // launches that say their arguments' types (config->arg_types) compare them.
+  bool param_types_known = false;
   accel_kernel_s* next_free = nullptr;
 };
 

@@ -75,11 +75,17 @@ static void empty(const accel_sim_kernel_context_t* ctx, void* const* args) {
   (void)args;
 }
 
-/* Kinds are accel_kernel_arg_kind_t: 0 value, 1 device pointer, 2 local memory. */
-static const accel_sim_kernel_param_t kVectorAdd[] = {{1, 0}, {1, 0}, {1, 0}, {0, 4}};
-static const accel_sim_kernel_param_t kSaxpy[] = {{0, 4}, {1, 0}, {1, 0}, {0, 4}};
-static const accel_sim_kernel_param_t kReduceSum[] = {{1, 0}, {1, 0}, {2, 0}, {0, 4}};
-static const accel_sim_kernel_param_t kIndex3d[] = {{1, 0}, {0, 4}, {0, 4}};
+/* {kind, size, type}: kinds are accel_kernel_arg_kind_t (0 value, 1 device
+ * pointer, 2 local memory), types accel_kernel_arg_type_t (1 integer, 2
+ * float, 3 pointer, OR'd with READ_ONLY for a const pointer). */
+#define READ_ONLY 0x100u
+static const accel_sim_kernel_param_t kVectorAdd[] = {
+    {1, 0, 3 | READ_ONLY}, {1, 0, 3 | READ_ONLY}, {1, 0, 3}, {0, 4, 1}};
+static const accel_sim_kernel_param_t kSaxpy[] = {
+    {0, 4, 2}, {1, 0, 3 | READ_ONLY}, {1, 0, 3}, {0, 4, 1}};
+static const accel_sim_kernel_param_t kReduceSum[] = {
+    {1, 0, 3 | READ_ONLY}, {1, 0, 3}, {2, 0, 0}, {0, 4, 1}};
+static const accel_sim_kernel_param_t kIndex3d[] = {{1, 0, 3}, {0, 4, 1}, {0, 4, 1}};
 
 static const accel_sim_kernel_t kKernels[] = {
     {"vector_add", vector_add, 4, kVectorAdd, 0},

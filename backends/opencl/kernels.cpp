@@ -14,7 +14,11 @@
 //    CL_KERNEL_ARG_TYPE_NAME names a scalar or vector of OpenCL C
 //    (uint 4, float4 16, int3 16 as OpenCL stores 3-vectors as 4, size_t the
 //    device's address width, sampler_t sizeof(cl_sampler)), else 0 (a
-//    struct or typedef: any size, clSetKernelArg checks it).
+//    struct or typedef: any size, clSetKernelArg checks it); its type
+//    (accel_plugin_kernel_param_t.type) FLOAT for half/float/double, INT
+//    for the integer scalars, STRUCT for vectors, else unknown; a pointer's
+//    POINTER, READ_ONLY when CL_KERNEL_ARG_TYPE_QUALIFIER has
+//    CL_KERNEL_ARG_TYPE_CONST or the address space is __constant.
 // Without argument information (CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
 // kernel_get_params answers ACCEL_ERROR_NOT_SUPPORTED, and launch_kernel
 // checks the count (CL_KERNEL_NUM_ARGS) and lets clSetKernelArg refuse a
@@ -66,6 +70,49 @@ std::string arg_text(cl_kernel k, cl_uint i, cl_kernel_arg_info what, cl_int* er
   return s;
 }
 
+// The accel_kernel_arg_type_t of a private parameter of OpenCL C type
+// `type`: floating-point scalars FLOAT, integer scalars (and bool, size_t)
+// INT, vectors STRUCT (their size is checked), anything else UNKNOWN (a
+// typedef or struct the name does not tell).
+uint32_t value_type(std::string type) {
+  static constexpr const char* kUnsigned = "unsigned ";
+  if (type.rfind(kUnsigned, 0) == 0) type = "u" + type.substr(std::strlen(kUnsigned));
+  static constexpr const char* kFloats[] = {"half", "float", "double"};
+  static constexpr const char* kInts[] = {"bool",      "char",     "uchar",    "short", "ushort",
+                                          "int",       "uint",     "long",     "ulong", "size_t",
+                                          "ptrdiff_t", "intptr_t", "uintptr_t"};
+  for (const char* f : kFloats)
+    if (type == f) return ACCEL_KERNEL_ARG_TYPE_FLOAT;
+  for (const char* i : kInts)
+    if (type == i) return ACCEL_KERNEL_ARG_TYPE_INT;
+  size_t digits = type.size();
+  while (digits > 0 && type[digits - 1] >= '0' && type[digits - 1] <= '9') --digits;
+  if (digits < type.size() && digits > 0) {  // float4, uint2: a vector of a scalar above
+    const std::string base = type.substr(0, digits);
+    for (const char* f : kFloats)
+      if (base == f) return ACCEL_KERNEL_ARG_TYPE_STRUCT;
+    for (const char* i : kInts)
+      if (base == i) return ACCEL_KERNEL_ARG_TYPE_STRUCT;
+  }
+  return ACCEL_KERNEL_ARG_TYPE_UNKNOWN;
+}
+
+// A global or constant pointer parameter's type: POINTER, READ_ONLY when
+// the kernel cannot write through it (const, or __constant memory).
+accel_status_t pointer_type(cl_kernel obj, cl_uint i, cl_kernel_arg_address_qualifier q,
+                            uint32_t* type) {
+  cl_kernel_arg_type_qualifier tq = 0;
+  cl_int err = clGetKernelArgInfo(obj, i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq, nullptr);
+  if (err == CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+    tq = 0;
+  else if (err != CL_SUCCESS)
+    return vendor_fail("clGetKernelArgInfo(CL_KERNEL_ARG_TYPE_QUALIFIER)", err);
+  *type = ACCEL_KERNEL_ARG_TYPE_POINTER;
+  if ((tq & CL_KERNEL_ARG_TYPE_CONST) != 0 || q == CL_KERNEL_ARG_ADDRESS_CONSTANT)
+    *type |= ACCEL_PLUGIN_PARAM_READ_ONLY;
+  return ACCEL_SUCCESS;
+}
+
 // Fills k->params from clGetKernelArgInfo, or says in k->params_missing why
 // the driver cannot tell. Only a failure other than "no information" is an
 // error.
@@ -93,6 +140,7 @@ accel_status_t read_params(Kernel* k, cl_kernel obj) {
       case CL_KERNEL_ARG_ADDRESS_CONSTANT:
         if (type.empty() || type.back() == '*') {
           p.kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_DEVICE_POINTER);
+          if (accel_status_t st = pointer_type(obj, i, q, &p.type); st != ACCEL_SUCCESS) return st;
         } else {  // an image or pipe: its cl_mem handle by value
           p.kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE);
           p.size = sizeof(cl_mem);
@@ -104,6 +152,7 @@ accel_status_t read_params(Kernel* k, cl_kernel obj) {
       default:  // CL_KERNEL_ARG_ADDRESS_PRIVATE
         p.kinds = ACCEL_PLUGIN_ARG_KIND_BIT(ACCEL_KERNEL_ARG_VALUE);
         p.size = type_size(type, k->dev->address_bits);
+        p.type = value_type(type);
         break;
     }
   }

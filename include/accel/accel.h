@@ -1284,13 +1284,25 @@ typedef struct accel_kernel_arg_s {
  * backend, sim and opencl included. A NULL device pointer is passed as it
  * is (legal in CUDA). Ordered with the
  * stream's copies, host functions and events like any stream operation.
+ * With config->arg_types (num_args entries; accel.hpp fills it), an
+ * argument whose type is INT where the backend reports the parameter as
+ * FLOAT, or FLOAT where it reports INT, is refused: its bytes would be read
+ * as another type (int 2 as the float 2.8e-45). Integers of one size match
+ * whatever their signedness; STRUCT and UNKNOWN are checked by size only;
+ * nothing is converted (accel.hpp's TypedKernel converts at compile time,
+ * as CUDA's <<<>>> does). docs/modules.md lists what each backend knows.
+ * A kernel with a LOCAL_MEMORY parameter launched without its argument
+ * (CUDA's way, with shared_bytes) is refused naming the parameter.
  *
  * Statuses: ACCEL_SUCCESS (queued; a grid with a 0 extent queues nothing);
  * ACCEL_ERROR_INVALID_ARGUMENT (kernel not live, config NULL or struct_size
  * too small, a block extent 0, block product over max_threads_per_block,
  * grid or block over the device's limits, args NULL with num_args > 0,
- * wrong argument count, kind or size, a LOCAL_MEMORY size 0, a device
- * pointer in no accel allocation that the vendor does not report);
+ * wrong argument count, kind or size, an arg_types entry that is no
+ * accel_kernel_arg_type_t or of the wrong type as above, a LOCAL_MEMORY
+ * size 0, shared_bytes > 0 where the kernel has local memory parameters
+ * on opencl and sim, a device pointer in no accel allocation that the
+ * vendor does not report);
  * ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or backend, device
  * pointer of another device); ACCEL_ERROR_OUT_OF_MEMORY (shared/local memory
  * over the device's limit, including local memory arguments plus

@@ -1208,11 +1208,94 @@ class Kernel {
       detail::check(accel_launch_kernel(handle_, &config, nullptr, 0), "accel_launch_kernel");
     } else {
       const accel_kernel_arg_t c_args[] = {detail::kernel_arg(args)...};
+      // What each argument is, from its C++ type: a backend that knows the
+      // parameters' types refuses an int where the kernel takes a float.
+      const std::int32_t c_types[] = {detail::kernel_arg_type<Args>...};
+      config.arg_types = c_types;
       detail::check(accel_launch_kernel(handle_, &config, c_args, sizeof...(Args)),
                     "accel_launch_kernel");
     }
   }
+  template <class Signature>
+  friend class TypedKernel;
   accel_kernel_t handle_ = nullptr;
+};
+
+/* A Kernel with its parameter types, as a function type:
+ *
+ *     auto saxpy = module.kernel<void(float, const float*, float*, std::uint32_t)>("saxpy");
+ *     saxpy.launch(grid, block, stream, 2, x, y, n);  // 2 is passed as 2.0f
+ *
+ * launch converts each argument to its declared parameter type at compile
+ * time, as CUDA's <<<>>> and hipLaunchKernelGGL do (the implicit conversions
+ * of a function call; a DeviceBuffer<T> converts as its T*, an
+ * accel::LocalMemory parameter takes an accel::LocalMemory). A wrong number
+ * of arguments, or one that does not convert, fails to compile with a
+ * static_assert. The signature is the caller's word: where the backend
+ * knows the kernel's parameters, accel_launch_kernel also checks it against
+ * them at run time (count, kind, size, and integer vs floating-point type).
+ * Copyable; valid while its module is loaded. */
+template <class Signature>
+class TypedKernel {
+  static_assert(std::is_void_v<Signature> && !std::is_void_v<Signature>,
+                "accel::TypedKernel<Signature>: Signature is a function type returning void, "
+                "e.g. void(float, const float*, float*, std::uint32_t)");
+};
+
+template <class... Params>
+class TypedKernel<void(Params...)> {
+  static_assert(!(std::is_reference_v<Params> || ...),
+                "accel::TypedKernel: kernel parameters are values or pointers, not references");
+
+ public:
+  TypedKernel() noexcept = default;
+  explicit TypedKernel(Kernel kernel) noexcept : kernel_(kernel) {}
+
+  /* The untyped kernel (for attributes(), or a launch of bytes as they are). */
+  const Kernel& untyped() const noexcept { return kernel_; }
+  accel_kernel_t handle() const noexcept { return kernel_.handle(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(kernel_); }
+
+  /* Queues the kernel on `stream` over `grid` blocks of `block` threads,
+   * each argument converted to its parameter's type. Throws Error with
+   * accel_launch_kernel's status. */
+  template <class... Args>
+  void launch(Dim3 grid, Dim3 block, const Stream& stream, const Args&... args) const {
+    launch_on(grid, block, 0, stream.handle(), args...);
+  }
+  /* The same with `shared_bytes` of dynamic shared memory per block. */
+  template <class... Args>
+  void launch(Dim3 grid, Dim3 block, std::size_t shared_bytes, const Stream& stream,
+              const Args&... args) const {
+    launch_on(grid, block, shared_bytes, stream.handle(), args...);
+  }
+  /* On the calling thread's current stream of the kernel's device. */
+  template <class... Args, std::enable_if_t<!(std::is_same_v<Args, Stream> || ...), int> = 0>
+  void launch(Dim3 grid, Dim3 block, const Args&... args) const {
+    launch_on(grid, block, 0, nullptr, args...);
+  }
+
+ private:
+  template <class... Args>
+  void launch_on(Dim3 grid, Dim3 block, std::size_t shared_bytes, accel_stream_t stream,
+                 const Args&... args) const {
+    if constexpr (sizeof...(Args) != sizeof...(Params)) {
+      static_assert(sizeof...(Args) == sizeof...(Params),
+                    "accel::TypedKernel::launch: the number of arguments differs from the "
+                    "number of parameters of the kernel's signature");
+    } else {
+      convert(grid, block, shared_bytes, stream, std::index_sequence_for<Args...>{}, args...);
+    }
+  }
+  template <std::size_t... I, class... Args>
+  void convert(Dim3 grid, Dim3 block, std::size_t shared_bytes, accel_stream_t stream,
+               std::index_sequence<I...>, const Args&... args) const {
+    // The converted values are this call's parameters: they outlive the
+    // C launch, which copies them.
+    kernel_.launch_on(grid, block, shared_bytes, stream,
+                      detail::typed_arg<I, std::remove_cv_t<Params>>(args)...);
+  }
+  Kernel kernel_;
 };
 
 /* A loaded module (move-only; the destructor unloads it, waiting for its
@@ -1268,6 +1351,18 @@ class Module {
     return Kernel(k);
   }
   Kernel kernel(const std::string& name) const { return kernel(name.c_str()); }
+  /* The kernel `name` with its parameter types (TypedKernel): `Signature`
+   * is a function type returning void, e.g.
+   * kernel<void(float, const float*, float*, std::uint32_t)>("saxpy").
+   * Throws Error as kernel(name). */
+  template <class Signature>
+  TypedKernel<Signature> kernel(const char* name) const {
+    return TypedKernel<Signature>(kernel(name));
+  }
+  template <class Signature>
+  TypedKernel<Signature> kernel(const std::string& name) const {
+    return TypedKernel<Signature>(kernel(name.c_str()));
+  }
 
   accel_module_t handle() const noexcept { return handle_; }
   explicit operator bool() const noexcept { return handle_ != nullptr; }

@@ -22,7 +22,8 @@
  * table of another abi_version, kernels NULL with count > 0, a kernel
  * without a name, with a name of more than 4096 bytes or the name of an
  * earlier one, without fn, with more than 1024 parameters or params NULL
- * with num_params > 0, and a parameter of another kind or size than below.
+ * with num_params > 0, and a parameter of another kind, size or type than
+ * below.
  *
  * C99-clean; nothing else from accel is needed to build a sim module. */
 #ifndef ACCEL_ACCEL_SIM_KERNEL_H
@@ -35,8 +36,10 @@
 extern "C" {
 #endif
 
-/* The version of this format; sim refuses a table with another. */
-#define ACCEL_SIM_KERNEL_ABI_VERSION 1u
+/* The version of this format. Version 2 added accel_sim_kernel_param_t's
+ * `type`; sim still reads version 1 tables (parameters of two members,
+ * kind and size, types unknown) and refuses any other. */
+#define ACCEL_SIM_KERNEL_ABI_VERSION 2u
 /* The exported symbol's name. */
 #define ACCEL_SIM_KERNEL_TABLE_NAME "accel_sim_kernels"
 
@@ -57,10 +60,16 @@ typedef void (*accel_sim_kernel_fn)(const accel_sim_kernel_context_t* context,
 
 /* One parameter: an accel_kernel_arg_kind_t and, for a VALUE, its size in
  * bytes, 1 to 32764 (CUDA's limit on a kernel's parameters); 0 for the
- * other kinds. */
+ * other kinds. `type` says what a VALUE is, as a GPU backend learns it from
+ * the kernel's binary: an accel_kernel_arg_type_t (0 unknown, 1 integer, 2
+ * floating-point of 2, 4 or 8 bytes, 4 struct), so sim refuses an
+ * integer's bits for a float parameter as those backends do; 0 or 3
+ * (pointer) for the other kinds, optionally OR'd with 0x100 (the kernel
+ * only reads through the pointer: const, as ACCEL_PLUGIN_PARAM_READ_ONLY). */
 typedef struct accel_sim_kernel_param {
   uint32_t kind;
   uint32_t size;
+  uint32_t type;
 } accel_sim_kernel_param_t;
 
 typedef struct accel_sim_kernel {

@@ -161,7 +161,8 @@ inline constexpr size_t kLocalAlignment = 64;
 struct KernelInfo {
   std::string name;
   accel_sim_kernel_fn fn = nullptr;
-  std::vector<accel_sim_kernel_param_t> params;
+  std::vector<accel_sim_kernel_param_t> params;  // version 1 tables' with type 0
+  bool has_local_params = false;  // some parameter takes LOCAL_MEMORY (OpenCL's __local)
   uint32_t max_threads_per_block = kMaxThreadsPerBlock;  // the table's, capped at the device's
 };
 

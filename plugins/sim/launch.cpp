@@ -248,6 +248,16 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
                   static_cast<int>(s->device()));
     if (accel_status_t st = check_shape(k, grid, block); st != ACCEL_SUCCESS) return st;
     if (accel_status_t st = check_args(k, args, num_args); st != ACCEL_SUCCESS) return st;
+    // OpenCL backends have no dynamic shared memory beside __local
+    // parameters and refuse shared_bytes; a kernel written that way is
+    // refused here too, so a launch that passes on sim passes there.
+    if (shared_bytes > 0 && k.has_local_params)
+      return fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                  "launch_kernel: kernel '%s' takes local memory parameters (OpenCL-style "
+                  "__local) and the launch asks for shared_bytes %zu: OpenCL backends have no "
+                  "dynamic shared memory beside such parameters and refuse it, so sim does; pass "
+                  "the memory as the kernel's LOCAL_MEMORY arguments (accel::LocalMemory)",
+                  k.name.c_str(), shared_bytes);
     LaunchPtr launch;
     if (accel_status_t st = prepare(k, grid, block, shared_bytes, args, num_args, launch);
         st != ACCEL_SUCCESS)

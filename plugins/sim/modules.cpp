@@ -232,6 +232,48 @@ std::string param_problem(const accel_sim_kernel_param_t& prm, uint32_t j, const
   }
 }
 
+// What is wrong with parameter j's type, "" when it fits its kind.
+std::string type_problem(const accel_sim_kernel_param_t& prm, uint32_t j, const char* kernel) {
+  using accel::plugin::format;
+  const uint32_t t = prm.type & ACCEL_PLUGIN_PARAM_TYPE_MASK;
+  const uint32_t rest = prm.type & ~ACCEL_PLUGIN_PARAM_TYPE_MASK;
+  const bool pointer = prm.kind == ACCEL_KERNEL_ARG_DEVICE_POINTER;
+  bool ok = false;
+  if (prm.kind == ACCEL_KERNEL_ARG_VALUE)
+    ok = rest == 0 &&
+         (t == ACCEL_KERNEL_ARG_TYPE_UNKNOWN || t == ACCEL_KERNEL_ARG_TYPE_INT ||
+          t == ACCEL_KERNEL_ARG_TYPE_STRUCT ||
+          (t == ACCEL_KERNEL_ARG_TYPE_FLOAT && (prm.size == 2 || prm.size == 4 || prm.size == 8)));
+  else
+    ok = (t == ACCEL_KERNEL_ARG_TYPE_UNKNOWN || (pointer && t == ACCEL_KERNEL_ARG_TYPE_POINTER)) &&
+         (rest == 0 || (pointer && rest == ACCEL_PLUGIN_PARAM_READ_ONLY));
+  if (ok) return {};
+  return format(
+      "parameter %u of kernel '%s' has type 0x%x: a value's type is 0 (unknown), 1 (integer), 2 "
+      "(float of 2, 4 or 8 bytes) or 4 (struct); a device pointer's 0 or 3, either OR'd with "
+      "0x100 (read-only); local memory's 0",
+      j, kernel, prm.type);
+}
+
+// Version 1 of accel_sim_kernel_param_t: no type.
+struct ParamV1 {
+  uint32_t kind;
+  uint32_t size;
+};
+
+// Kernel k's parameters as this version of the format has them; a version
+// 1 table's have no type (0, unknown).
+std::vector<accel_sim_kernel_param_t> params_of(const accel_sim_kernel_t& k, uint32_t version) {
+  std::vector<accel_sim_kernel_param_t> out(k.num_params);
+  if (version == 1) {
+    const auto* v1 = reinterpret_cast<const ParamV1*>(k.params);
+    for (uint32_t j = 0; j < k.num_params; ++j) out[j] = {v1[j].kind, v1[j].size, 0};
+  } else {
+    out.assign(k.params, k.params + k.num_params);
+  }
+  return out;
+}
+
 // What is wrong with kernel i of the table (its name unique among `names`,
 // which it joins), "" when sim can run it.
 std::string kernel_problem(const accel_sim_kernel_t& k, uint32_t i,
@@ -252,8 +294,16 @@ std::string kernel_problem(const accel_sim_kernel_t& k, uint32_t i,
   if (k.num_params > 0 && k.params == nullptr)
     return format("kernel '%s' declares %u parameters but its params pointer is NULL", k.name,
                   k.num_params);
-  for (uint32_t j = 0; j < k.num_params; ++j)
-    if (std::string why = param_problem(k.params[j], j, k.name); !why.empty()) return why;
+  return {};
+}
+
+// What is wrong with the parameters of kernel `k` (read by params_of).
+std::string params_problem(const std::vector<accel_sim_kernel_param_t>& params,
+                           const char* kernel) {
+  for (uint32_t j = 0; j < params.size(); ++j) {
+    if (std::string why = param_problem(params[j], j, kernel); !why.empty()) return why;
+    if (std::string why = type_problem(params[j], j, kernel); !why.empty()) return why;
+  }
   return {};
 }
 
@@ -262,10 +312,10 @@ std::string kernel_problem(const accel_sim_kernel_t& k, uint32_t i,
 accel_status_t read_table(const accel_sim_kernel_table_t& table, accel_plugin_build_log_fn log,
                           void* ctx, std::vector<KernelInfo>& out) {
   using accel::plugin::format;
-  if (table.abi_version != ACCEL_SIM_KERNEL_ABI_VERSION)
+  if (table.abi_version != ACCEL_SIM_KERNEL_ABI_VERSION && table.abi_version != 1)
     return build_failed(
         log, ctx,
-        format("%s has abi_version %u; sim reads version %u (accel_sim_kernel.h)",
+        format("%s has abi_version %u; sim reads versions 1 and %u (accel_sim_kernel.h)",
                ACCEL_SIM_KERNEL_TABLE_NAME, table.abi_version, ACCEL_SIM_KERNEL_ABI_VERSION));
   if (table.count > 0 && table.kernels == nullptr)
     return build_failed(log, ctx,
@@ -277,6 +327,9 @@ accel_status_t read_table(const accel_sim_kernel_table_t& table, accel_plugin_bu
     const accel_sim_kernel_t& k = table.kernels[i];
     if (std::string why = kernel_problem(k, i, names); !why.empty())
       return build_failed(log, ctx, why);
+    std::vector<accel_sim_kernel_param_t> params = params_of(k, table.abi_version);
+    if (std::string why = params_problem(params, k.name); !why.empty())
+      return build_failed(log, ctx, why);
     KernelInfo info;
     info.name.assign(k.name);
     info.fn = k.fn;
@@ -284,7 +337,9 @@ accel_status_t read_table(const accel_sim_kernel_table_t& table, accel_plugin_bu
                                  : k.max_threads_per_block < kMaxThreadsPerBlock
                                      ? k.max_threads_per_block
                                      : kMaxThreadsPerBlock;
-    info.params.assign(k.params, k.params + k.num_params);
+    info.params = std::move(params);
+    for (const accel_sim_kernel_param_t& p : info.params)
+      if (p.kind == ACCEL_KERNEL_ARG_LOCAL_MEMORY) info.has_local_params = true;
     out.push_back(std::move(info));
   }
   return ACCEL_SUCCESS;
@@ -450,7 +505,7 @@ accel_status_t op_kernel_get_params(accel_plugin_kernel_t kernel,
     *flags = 0;
     for (size_t i = 0; i < k.params.size() && i < capacity; ++i) {
       params[i].kinds = ACCEL_PLUGIN_ARG_KIND_BIT(k.params[i].kind);
-      params[i].type = 0;
+      params[i].type = k.params[i].type;
       params[i].size = k.params[i].kind == ACCEL_KERNEL_ARG_VALUE ? k.params[i].size : 0;
     }
     return ACCEL_SUCCESS;

@@ -660,3 +660,123 @@ TEST_CASE("modules: unloading while another thread launches", "[modules][threads
     ACCEL_REQUIRE_OK(synchronize(-1));
   }
 }
+
+// The launches some in-tree backend refuses for a reason that holds on every
+// device, each with the backends that must refuse it. sim must refuse every
+// one (sim is as strict as the strictest backend, so code that passes on sim
+// passes everywhere); any other backend either refuses it, with the message
+// the core or the backend gives, or runs it correctly. Each refused launch
+// queues nothing.
+TEST_CASE("modules: portable refusals (argument types, local memory with shared bytes)",
+          "[modules]") {
+  ThreadStateGuard guard;
+  if (!has_modules("portable refusals")) return;
+  auto has = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  Module mod;
+  if (mod.m == nullptr) return;
+  Stream s;
+  const std::string backend = globals().backend;
+  const bool strict = backend == "sim" || backend == "opencl";  // refuse the local-memory cases
+  const bool typed = expected("param_types");                   // refuse the type cases
+  const uint32_t n = 64;
+  const std::vector<float> x = ramp(n, 1.0f, 0.5f), y = ramp(n, -2.0f, 7.0f);
+  DeviceMem dx(-1, n * 4), dy(-1, n * 4);
+  upload(dx.get(), x, s);
+  upload(dy.get(), y, s);
+  accel_kernel_t saxpy = mod.kernel("saxpy");
+  const uint32_t block = block_for(saxpy);
+  auto c = config_of({(n + block - 1) / block, 1, 1}, {block, 1, 1}, s);
+  const int32_t two_int = 2;
+  const float two = 2.0f, n_float = static_cast<float>(n);
+  const int32_t int_first[] = {ACCEL_KERNEL_ARG_TYPE_INT, ACCEL_KERNEL_ARG_TYPE_POINTER,
+                               ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  const int32_t float_last[] = {ACCEL_KERNEL_ARG_TYPE_FLOAT, ACCEL_KERNEL_ARG_TYPE_POINTER,
+                                ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_FLOAT};
+  const int32_t right[] = {ACCEL_KERNEL_ARG_TYPE_FLOAT, ACCEL_KERNEL_ARG_TYPE_POINTER,
+                           ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  const int32_t bad_type[] = {9, 0, 0, 0};
+  struct Case {
+    const char* what;
+    accel_kernel_arg_t args[4];
+    const int32_t* types;
+    bool must_refuse;
+    std::vector<const char*> says;  // in the message, when refused
+  };
+  const Case cases[] = {
+      {"an int's bits for float alpha",
+       {value_arg(two_int), ptr_arg(dx.get()), ptr_arg(dy.get()), value_arg(n)},
+       int_first,
+       typed,
+       {"argument 0 is an integer of 4 bytes", "parameter 0 is float (4 bytes)"}},
+      {"a float's bits for uint n",
+       {value_arg(two), ptr_arg(dx.get()), ptr_arg(dy.get()), value_arg(n_float)},
+       float_last,
+       typed,
+       {"argument 3 is a floating-point value of 4 bytes", "parameter 3 is an integer"}},
+      {"an arg_types entry that is no accel_kernel_arg_type_t",
+       {value_arg(two), ptr_arg(dx.get()), ptr_arg(dy.get()), value_arg(n)},
+       bad_type,
+       true,
+       {"arg_types[0] is 9"}},
+  };
+  for (const Case& k : cases) {
+    INFO(k.what << " on " << backend);
+    c.arg_types = k.types;
+    const accel_status_t st = accel_launch_kernel(saxpy, &c, k.args, 4);
+    const std::string why = st == ACCEL_SUCCESS ? "" : accel_last_error();
+    INFO("accel_launch_kernel -> " << describe(st));
+    if (k.must_refuse) REQUIRE(st == ACCEL_ERROR_INVALID_ARGUMENT);
+    if (st == ACCEL_SUCCESS) {
+      note_not_run(std::string("refusing ") + k.what + " (the backend does not tell types)");
+      ACCEL_REQUIRE_OK(stream_synchronize(s));
+      upload(dy.get(), y, s);  // what it ran is not this test's subject
+      continue;
+    }
+    REQUIRE(st == ACCEL_ERROR_INVALID_ARGUMENT);
+    for (const char* text : k.says) CHECK(has(why, text));
+  }
+  // Nothing refused ran; the right types run and compute.
+  c.arg_types = right;
+  const accel_kernel_arg_t good[] = {value_arg(two), ptr_arg(dx.get()), ptr_arg(dy.get()),
+                                     value_arg(n)};
+  ACCEL_REQUIRE_OK(accel_launch_kernel(saxpy, &c, good, 4));
+  const std::vector<float> got = download<float>(dy.get(), n, s);
+  for (uint32_t i = 0; i < n; ++i) {
+    INFO("saxpy element " << i);
+    REQUIRE(got[i] == two * x[i] + y[i]);
+  }
+
+  // reduce_sum's scratch is an OpenCL-style local memory parameter: OpenCL
+  // has no dynamic shared memory beside it, so shared_bytes is refused
+  // with the LOCAL_MEMORY argument, and a CUDA-style launch (no LOCAL_MEMORY
+  // argument, shared_bytes instead) is refused naming what to pass where the
+  // kernel's parameters include the local one (on cuda and hip a
+  // LOCAL_MEMORY argument takes no parameter: there it is CUDA's launch).
+  accel_kernel_t reduce = mod.kernel("reduce_sum");
+  const uint32_t rb = block_for(reduce);
+  DeviceMem dp(-1, 4);
+  auto rc = config_of({1, 1, 1}, {rb, 1, 1}, s);
+  rc.shared_bytes = rb * 4u;
+  const accel_kernel_arg_t with_local[] = {ptr_arg(dx.get()),
+                                           ptr_arg(dp.get()),
+                                           {ACCEL_KERNEL_ARG_LOCAL_MEMORY, rb * 4u, nullptr},
+                                           value_arg(n)};
+  accel_status_t st = accel_launch_kernel(reduce, &rc, with_local, 4);
+  INFO("reduce_sum with a LOCAL_MEMORY argument and shared_bytes -> " << describe(st));
+  if (strict) REQUIRE(st == ACCEL_ERROR_INVALID_ARGUMENT);
+  if (st == ACCEL_SUCCESS) ACCEL_REQUIRE_OK(stream_synchronize(s));
+  const accel_kernel_arg_t cuda_style[] = {ptr_arg(dx.get()), ptr_arg(dp.get()), value_arg(n)};
+  st = accel_launch_kernel(reduce, &rc, cuda_style, 3);
+  const std::string why = st == ACCEL_SUCCESS ? "" : accel_last_error();
+  INFO("reduce_sum CUDA-style -> " << describe(st));
+  if (strict) REQUIRE(st == ACCEL_ERROR_INVALID_ARGUMENT);
+  if (st == ACCEL_SUCCESS) {
+    ACCEL_REQUIRE_OK(stream_synchronize(s));
+  } else if (has(why, "takes local memory")) {
+    CHECK(has(why, "accel::LocalMemory"));
+    CHECK(has(why, "ACCEL_KERNEL_ARG_LOCAL_MEMORY"));
+    CHECK(has(why, "argument 2"));
+  }
+}

@@ -11,7 +11,9 @@
  *    native_allocator(), stats_by_name();
  *  - host_trampoline<Fn>: the C host function that runs a C++ callable;
  *  - the traits that decide which ranges HostSpan<T> views;
- *  - kernel_arg(): the accel_kernel_arg_t of one Kernel::launch argument.
+ *  - kernel_arg(): the accel_kernel_arg_t of one Kernel::launch argument,
+ *    kernel_arg_type<T>: its accel_kernel_arg_type_t, typed_arg<P>(): one
+ *    TypedKernel::launch argument converted to its parameter's type.
  */
 #ifndef ACCEL_DETAIL_SUPPORT_HPP
 #define ACCEL_DETAIL_SUPPORT_HPP
@@ -27,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -208,6 +211,58 @@ accel_kernel_arg_t kernel_arg(const A& a) {
                   "accel::Kernel::launch: an argument must be a pointer, a DeviceBuffer<T>, "
                   "accel::LocalMemory or a trivially copyable value");
     return {ACCEL_KERNEL_ARG_VALUE, sizeof(T), &a};
+  }
+}
+
+/* The accel_kernel_arg_type_t of a Kernel::launch argument of type A (what
+ * accel_launch_config_t.arg_types says about it): integers, bool and enums
+ * are INT, floating-point types FLOAT, pointers and DeviceBuffers POINTER,
+ * other values STRUCT; LocalMemory says nothing (UNKNOWN). */
+template <class A>
+inline constexpr std::int32_t kernel_arg_type = [] {
+  using T = remove_cvref_t<A>;
+  if constexpr (std::is_pointer_v<T> || std::is_null_pointer_v<T> || is_device_buffer<T>::value)
+    return std::int32_t{ACCEL_KERNEL_ARG_TYPE_POINTER};
+  else if constexpr (is_local_memory<T>::value)
+    return std::int32_t{ACCEL_KERNEL_ARG_TYPE_UNKNOWN};
+  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+    return std::int32_t{ACCEL_KERNEL_ARG_TYPE_INT};
+  else if constexpr (std::is_floating_point_v<T>)
+    return std::int32_t{ACCEL_KERNEL_ARG_TYPE_FLOAT};
+  else
+    return std::int32_t{ACCEL_KERNEL_ARG_TYPE_STRUCT};
+}();
+
+/* Whether a TypedKernel::launch argument of type A converts to parameter
+ * type P, implicitly, as a C++ function call (and CUDA's <<<>>>) would
+ * convert it; a DeviceBuffer<T> converts as its T*. */
+template <class P, class A>
+inline constexpr bool typed_arg_converts = [] {
+  using T = remove_cvref_t<A>;
+  if constexpr (is_device_buffer<T>::value)
+    return std::is_convertible_v<
+        decltype(const_cast<typename T::value_type*>(std::declval<const T&>().data())), P>;
+  else
+    return std::is_convertible_v<const A&, P>;
+}();
+
+/* Argument `index` (of type A) of a TypedKernel::launch as its parameter
+ * type P. The static_assert names the first argument that does not
+ * convert: the instantiation shows `index`, P and A. */
+template <std::size_t index, class P, class A>
+P typed_arg(const A& a) {
+  static_assert(typed_arg_converts<P, A>,
+                "accel::TypedKernel::launch: this argument does not convert to the kernel's "
+                "parameter type (the instantiation of typed_arg<index, P, A> names the argument's "
+                "index, the parameter type P and the argument type A)");
+  if constexpr (!typed_arg_converts<P, A>) {
+    // Only instantiated where the static_assert above failed: no second
+    // error about a conversion.
+    throw std::logic_error("accel::TypedKernel::launch: unconvertible argument");
+  } else if constexpr (is_device_buffer<remove_cvref_t<A>>::value) {
+    return const_cast<typename remove_cvref_t<A>::value_type*>(a.data());
+  } else {
+    return static_cast<P>(a);
   }
 }
 

@@ -39,6 +39,8 @@ SIM_TEST_IMAGE(no_table)
 SIM_TEST_IMAGE(unresolved)
 SIM_TEST_IMAGE(bad_version)
 SIM_TEST_IMAGE(bad_kind)
+SIM_TEST_IMAGE(bad_type)
+SIM_TEST_IMAGE(version_1)
 #undef SIM_TEST_IMAGE
 }
 
@@ -450,27 +452,72 @@ TEST_CASE("sim modules: arguments are copied at launch", "[sim-modules]") {
   CHECK(out.download(s.s) == std::vector<uint32_t>{11, 22, 33});
 }
 
-TEST_CASE("sim modules: local memory layout and shared bytes", "[sim-modules]") {
+TEST_CASE("sim modules: local memory layout, and no shared bytes beside local parameters",
+          "[sim-modules]") {
   require_sim();
   Module mod(0, image_of(sim_test_module_valid, sim_test_module_valid_size));
   Stream s;
   accel_kernel_t k = mod.kernel("local_layout");
   Buffer<uint32_t> out(0, 5);
   const uint32_t a_bytes = 100, b_bytes = 36;
-  for (size_t shared : {size_t{0}, size_t{64}, size_t{1000}}) {
+  const std::vector<accel_kernel_arg_t> args = {ptr_arg(out.p), local_arg(a_bytes),
+                                                value_arg(a_bytes), local_arg(b_bytes),
+                                                value_arg(b_bytes)};
+  CHECK_OK(accel_memset_async(out.p, 0, out.bytes(), s.s));
+  CHECK_OK(launch(k, {3, 1, 1}, {2, 1, 1}, s.s, args, 0));
+  const std::vector<uint32_t> got = out.download(s.s);
+  CHECK(got[0] == 1);
+  CHECK(got[1] == 1);
+  CHECK(got[2] == 2u);  // no shared memory: NULL
+  CHECK(got[3] == 0);
+  CHECK(got[4] == 1);
+  // A kernel with __local-style parameters takes no dynamic shared memory
+  // besides them: OpenCL backends refuse it, so sim does.
+  for (size_t shared : {size_t{64}, size_t{1000}}) {
     INFO("shared_bytes " << shared);
-    CHECK_OK(accel_memset_async(out.p, 0, out.bytes(), s.s));
-    CHECK_OK(launch(k, {3, 1, 1}, {2, 1, 1}, s.s,
-                    {ptr_arg(out.p), local_arg(a_bytes), value_arg(a_bytes), local_arg(b_bytes),
-                     value_arg(b_bytes)},
-                    shared));
-    const std::vector<uint32_t> got = out.download(s.s);
-    CHECK(got[0] == 1);
-    CHECK(got[1] == 1);
-    CHECK(got[2] == (shared == 0 ? 2u : 1u));
-    CHECK(got[3] == shared);
-    CHECK(got[4] == 1);
+    CHECK(launch(k, {3, 1, 1}, {2, 1, 1}, s.s, args, shared) == ACCEL_ERROR_INVALID_ARGUMENT);
+    const std::string why = accel_last_error();
+    CHECK_THAT(why, Catch::Contains("local memory parameters") &&
+                        Catch::Contains("shared_bytes " + std::to_string(shared)));
   }
+}
+
+TEST_CASE("sim modules: parameter types from the table, and version 1 tables without them",
+          "[sim-modules]") {
+  require_sim();
+  Stream s;
+  Buffer<float> out(0, 1);
+  const float value = 2.0f;
+  const int32_t as_int = 2;
+  const int32_t float_types[] = {ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_FLOAT};
+  const int32_t int_types[] = {ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  // A version 1 table loads; its parameters' types are unknown, so only
+  // kinds and sizes are checked.
+  Module v1(0, image_of(sim_test_module_version_1, sim_test_module_version_1_size));
+  accel_kernel_t store = v1.kernel("store_float");
+  accel_launch_config_t c = config({1, 1, 1}, {1, 1, 1}, s.s);
+  const accel_kernel_arg_t int_args[] = {ptr_arg(out.p), value_arg(as_int)};
+  c.arg_types = int_types;
+  CHECK_OK(accel_launch_kernel(store, &c, int_args, 2));
+  const accel_kernel_arg_t float_args[] = {ptr_arg(out.p), value_arg(value)};
+  c.arg_types = float_types;
+  CHECK_OK(accel_launch_kernel(store, &c, float_args, 2));
+  CHECK(out.download(s.s) == std::vector<float>{value});
+  // The shared kernels' table (version 2) types saxpy's alpha as a float.
+  Module shared;
+  accel_kernel_t saxpy = shared.kernel("saxpy");
+  const uint32_t n = 1;
+  const accel_kernel_arg_t saxpy_args[] = {value_arg(as_int), ptr_arg(out.p), ptr_arg(out.p),
+                                           value_arg(n)};
+  const int32_t saxpy_types[] = {ACCEL_KERNEL_ARG_TYPE_INT, ACCEL_KERNEL_ARG_TYPE_POINTER,
+                                 ACCEL_KERNEL_ARG_TYPE_POINTER, ACCEL_KERNEL_ARG_TYPE_INT};
+  c.arg_types = saxpy_types;
+  CHECK(accel_launch_kernel(saxpy, &c, saxpy_args, 4) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(has(last_error(), "parameter 0 is float (4 bytes)"));
+  // A config that ends before arg_types says no types: accepted as before.
+  c.struct_size = offsetof(accel_launch_config_t, arg_types);
+  CHECK_OK(accel_launch_kernel(saxpy, &c, saxpy_args, 4));
+  CHECK_OK(accel_stream_synchronize(s.s));
 }
 
 TEST_CASE("sim modules: modules loaded at once stay distinct", "[sim-modules]") {
@@ -533,7 +580,9 @@ TEST_CASE("sim modules: bad shared objects are BUILD_FAILED with a log", "[sim-m
         Case{sim_test_module_unresolved, sim_test_module_unresolved_size,
              "accel_sim_test_missing_function"},
         Case{sim_test_module_bad_version, sim_test_module_bad_version_size, "abi_version 99"},
-        Case{sim_test_module_bad_kind, sim_test_module_bad_kind_size, "kind 7"}}) {
+        Case{sim_test_module_bad_kind, sim_test_module_bad_kind_size, "kind 7"},
+        Case{sim_test_module_bad_type, sim_test_module_bad_type_size,
+             "parameter 0 of kernel 'bad_type' has type 0x1"}}) {
     INFO("expecting: " << c.says);
     accel_module_t m = nullptr;
     const accel_module_image_t im = image_of(c.data, c.size);
@@ -675,8 +724,9 @@ TEST_CASE("sim modules: grid block and local memory limits", "[sim-modules]") {
     CHECK(launch(reduce, {1, 1, 1}, {64, 1, 1}, s.s,
                  reduce_args(static_cast<size_t>(shared_limit) + 1)) == ACCEL_ERROR_OUT_OF_MEMORY);
     CHECK(has(last_error(), "local memory"));
+    // shared_bytes beside a local memory parameter is refused first.
     CHECK(launch(reduce, {1, 1, 1}, {64, 1, 1}, s.s, reduce_args(256),
-                 static_cast<size_t>(shared_limit)) == ACCEL_ERROR_OUT_OF_MEMORY);
+                 static_cast<size_t>(shared_limit)) == ACCEL_ERROR_INVALID_ARGUMENT);
     CHECK(launch(reduce, {1, 1, 1}, {64, 1, 1}, s.s, reduce_args(SIZE_MAX)) ==
           ACCEL_ERROR_OUT_OF_MEMORY);
     // All of it is fine.

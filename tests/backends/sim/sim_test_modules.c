@@ -10,7 +10,10 @@
  *   SIM_TEST_UNRESOLVED   references a function nobody defines: dlopen with
  *                         RTLD_NOW fails
  *   SIM_TEST_BAD_VERSION  a table of abi_version 99
- *   SIM_TEST_BAD_KIND     a parameter of kind 7 */
+ *   SIM_TEST_BAD_KIND     a parameter of kind 7
+ *   SIM_TEST_BAD_TYPE     a device pointer parameter of type 1 (integer)
+ *   SIM_TEST_VERSION_1    a table of format version 1: parameters without
+ *                         a type */
 #include <stdint.h>
 #include <string.h>
 
@@ -39,15 +42,40 @@ static const accel_sim_kernel_t kKernels[] = {{"calls_missing", calls_missing, 0
 EXPORT const accel_sim_kernel_table_t accel_sim_kernels = {ACCEL_SIM_KERNEL_ABI_VERSION, 1,
                                                            kKernels};
 
-#elif defined(SIM_TEST_BAD_VERSION) || defined(SIM_TEST_BAD_KIND)
+#elif defined(SIM_TEST_VERSION_1)
+
+/* out[0] = value: a float parameter the table cannot type. */
+static void store_float(const accel_sim_kernel_context_t* ctx, void* const* args) {
+  float* out = ARG(float*, 0);
+  (void)ctx;
+  out[0] = ARG(float, 1);
+}
+
+/* Version 1's parameter: kind and size only. */
+typedef struct {
+  uint32_t kind;
+  uint32_t size;
+} param_v1_t;
+
+static const param_v1_t kParamsV1[] = {{1, 0}, {0, 4}};
+static const accel_sim_kernel_t kKernels[] = {
+    {"store_float", store_float, 2, (const accel_sim_kernel_param_t*)(const void*)kParamsV1, 0}};
+EXPORT const accel_sim_kernel_table_t accel_sim_kernels = {1, 1, kKernels};
+
+#elif defined(SIM_TEST_BAD_VERSION) || defined(SIM_TEST_BAD_KIND) || defined(SIM_TEST_BAD_TYPE)
 
 static void nothing(const accel_sim_kernel_context_t* ctx, void* const* args) {
   (void)ctx;
   (void)args;
 }
 
-#if defined(SIM_TEST_BAD_KIND)
-static const accel_sim_kernel_param_t kParams[] = {{1, 0}, {7, 0}};
+#if defined(SIM_TEST_BAD_TYPE)
+static const accel_sim_kernel_param_t kParams[] = {{1, 0, 1}};
+static const accel_sim_kernel_t kKernels[] = {{"bad_type", nothing, 1, kParams, 0}};
+EXPORT const accel_sim_kernel_table_t accel_sim_kernels = {ACCEL_SIM_KERNEL_ABI_VERSION, 1,
+                                                           kKernels};
+#elif defined(SIM_TEST_BAD_KIND)
+static const accel_sim_kernel_param_t kParams[] = {{1, 0, 0}, {7, 0, 0}};
 static const accel_sim_kernel_t kKernels[] = {{"bad_kind", nothing, 2, kParams, 0}};
 EXPORT const accel_sim_kernel_table_t accel_sim_kernels = {ACCEL_SIM_KERNEL_ABI_VERSION, 1,
                                                            kKernels};
@@ -107,9 +135,10 @@ static void local_layout(const accel_sim_kernel_context_t* ctx, void* const* arg
   out[4] = ok;
 }
 
-static const accel_sim_kernel_param_t kLimited[] = {{1, 0}};
-static const accel_sim_kernel_param_t kStructValue[] = {{1, 0}, {0, sizeof(triple_t)}};
-static const accel_sim_kernel_param_t kLocalLayout[] = {{1, 0}, {2, 0}, {0, 4}, {2, 0}, {0, 4}};
+static const accel_sim_kernel_param_t kLimited[] = {{1, 0, 0}};
+static const accel_sim_kernel_param_t kStructValue[] = {{1, 0, 0}, {0, sizeof(triple_t), 4}};
+static const accel_sim_kernel_param_t kLocalLayout[] = {
+    {1, 0, 0}, {2, 0, 0}, {0, 4, 1}, {2, 0, 0}, {0, 4, 1}};
 
 static const accel_sim_kernel_t kKernels[] = {
     {"limited", limited, 1, kLimited, 64},
