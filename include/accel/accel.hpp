@@ -126,6 +126,23 @@ class Error : public std::runtime_error {
   std::string operation_;
 };
 
+/* Turns the status of a C call into the C++ layer's error handling: returns
+ * on ACCEL_SUCCESS, otherwise throws Error(status, the calling thread's
+ * accel_last_error() detail, or accel_status_message(status) when there is
+ * none, operation). Call it right after the C call, on the same thread,
+ * before any other accel call replaces the detail; ACCEL_ERROR_NOT_READY is
+ * thrown like any failure (test for it before, as the query() members do).
+ * For code that mixes accel.h calls with accel.hpp, as
+ * C10_CUDA_CHECK(cudaError_t) does for torch:
+ *   accel::check(accel_memcpy_async(dst, src, n, kind, s), "accel_memcpy_async"); */
+inline void check(accel_status_t status, std::string_view operation = {}) {
+  if (status == ACCEL_SUCCESS) return;
+  const char* detail = accel_last_error();
+  throw Error(status,
+              (detail != nullptr && *detail != '\0') ? detail : accel_status_message(status),
+              operation);
+}
+
 /* Receives errors that cannot be thrown: `context` says where ("~Stream",
  * "host function", ...), `message` what happened. Called on the thread where
  * it happened (a backend thread for host functions); must not throw. */
@@ -805,13 +822,18 @@ class DeviceBuffer {
   accel_stream_t stream_ = nullptr;  // the stream the memory belongs to
 };
 
-/* Allocation statistics counted by accel (torch.accelerator.memory_allocated,
- * max_memory_allocated, ...). Bytes unless named a count. */
+/* Allocation statistics counted by accel: what torch.cuda's
+ * memory_allocated (allocated_bytes), max_memory_allocated
+ * (peak_allocated_bytes), memory_reserved (reserved_bytes) and
+ * max_memory_reserved (peak_reserved_bytes) return. Bytes unless named a
+ * count; peaks since start or reset_peak_memory_stats(). */
 struct MemoryStats {
   std::uint64_t allocated_bytes = 0;      /* bytes currently allocated */
   std::uint64_t peak_allocated_bytes = 0; /* max of allocated_bytes since start or reset */
   std::uint64_t allocation_count = 0;     /* live allocations */
   std::uint64_t total_allocations = 0;    /* successful allocations since start */
+  std::uint64_t reserved_bytes = 0;       /* vendor bytes held, allocated or cached */
+  std::uint64_t peak_reserved_bytes = 0;  /* max of reserved_bytes since start or reset */
 };
 
 /* accel_memory_stats for `device` (empty: current). Does not initialise the
@@ -820,8 +842,8 @@ inline MemoryStats memory_stats(std::optional<int> device = {}) {
   accel_memory_stats_t s{};
   s.struct_size = sizeof s;
   detail::check(accel_memory_stats(detail::c_device(device), &s), "accel_memory_stats");
-  return MemoryStats{s.allocated_bytes, s.peak_allocated_bytes, s.allocation_count,
-                     s.total_allocations};
+  return MemoryStats{s.allocated_bytes,   s.peak_allocated_bytes, s.allocation_count,
+                     s.total_allocations, s.reserved_bytes,       s.peak_reserved_bytes};
 }
 
 /* Sets every peak statistic of `device` (empty: current) to its current
@@ -857,11 +879,34 @@ inline MemoryInfo mem_get_info(std::optional<int> device = {}) {
  * failure (ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ...). */
 namespace memory {
 
+/* Statistics by name, as stats() and host_stats() return them: a std::map
+ * whose lookups (operator[] and at()) throw std::out_of_range naming the key
+ * when no statistic has that name, so a mistyped name fails instead of
+ * reading 0 (std::map's operator[] would insert it). find(), count() and
+ * iteration are std::map's. A value type; no thread-safety concerns of its
+ * own. */
+class StatsMap : public std::map<std::string, std::int64_t> {
+ public:
+  StatsMap() = default;
+  explicit StatsMap(std::map<std::string, std::int64_t> values)
+      : std::map<std::string, std::int64_t>(std::move(values)) {}
+
+  /* The value of statistic `name`; throws std::out_of_range
+   * ("accel::memory: no statistic named '<name>'") when there is none. */
+  std::int64_t operator[](const std::string& name) const { return at(name); }
+  const std::int64_t& at(const std::string& name) const {
+    const auto it = find(name);
+    if (it == end()) throw std::out_of_range("accel::memory: no statistic named '" + name + "'");
+    return it->second;
+  }
+};
+
 /* Every statistic of the allocator of `device`, by name
  * ("allocated_bytes.all.current", "num_ooms", ...: accel.h lists them);
- * bytes or counts as the name says. Never initialises a backend.
+ * bytes or counts as the name says; an unknown name's lookup throws (see
+ * StatsMap). Never initialises a backend.
  * accel_memory_stats_list / torch.cuda.memory_stats. */
-inline std::map<std::string, std::int64_t> stats(std::optional<int> device = {});
+inline StatsMap stats(std::optional<int> device = {});
 
 /* Returns the cached memory of `device` that no allocation uses to the
  * vendor, after waiting for the streams that last used it; allocations stay
@@ -900,9 +945,10 @@ inline std::string allocator_backend() {
 }
 
 /* Every statistic of the pinned host memory cache (accel_host_malloc), by
- * name ("allocated_bytes.current", "num_host_alloc", ...).
+ * name ("allocated_bytes.current", "num_host_alloc", ...); an unknown
+ * name's lookup throws (see StatsMap).
  * accel_host_memory_stats_list / torch.cuda.host_memory_stats. */
-inline std::map<std::string, std::int64_t> host_stats();
+inline StatsMap host_stats();
 
 /* Returns the cached pinned host blocks that no queued copy still uses to
  * the vendor. accel_empty_host_cache / torch.cuda.empty_host_cache. */
@@ -968,7 +1014,6 @@ inline DeviceCapability device_capability(std::optional<int> device = {}) {
 /* ------------------------------------------------------------------------ */
 /* Page-locked (pinned) host memory                                           */
 /* ------------------------------------------------------------------------ */
-
 
 /* Move-only owner of `count` elements of page-locked host memory
  * (accel_host_malloc): copies between it and device memory are truly

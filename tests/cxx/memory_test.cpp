@@ -373,6 +373,48 @@ TEST_CASE("memory::stats: torch's names and what one allocation adds", "[cxx][me
   }
 }
 
+TEST_CASE("memory::stats: a lookup of a name no statistic has throws, naming it",
+          "[cxx][memory][stats]") {
+  const auto all = accel::memory::stats(0);
+  CHECK(all["allocated_bytes.all.current"] == all.at("allocated_bytes.all.current"));
+  try {
+    (void)all["alocated_bytes.all.current"];
+    FAIL("a mistyped name read a value");
+  } catch (const std::out_of_range& e) {
+    CHECK(std::string(e.what()).find("'alocated_bytes.all.current'") != std::string::npos);
+  }
+  CHECK_THROWS_AS(all.at("no_such_stat"), std::out_of_range);
+  CHECK(all.count("alocated_bytes.all.current") == 0);  // the lookups added nothing
+  const auto host = accel::memory::host_stats();
+  CHECK_THROWS_AS(host["num_host_allocs"], std::out_of_range);
+}
+
+TEST_CASE("memory_stats: reserved and peak reserved bytes, as torch.cuda.memory_reserved",
+          "[cxx][memory][stats]") {
+  accel::Stream s = accel::Stream::create(0);
+  accel::memory::empty_cache(0);
+  accel::reset_peak_memory_stats(0);
+  const accel::MemoryStats before = accel::memory_stats(0);
+  CHECK(before.reserved_bytes ==
+        static_cast<std::uint64_t>(accel::memory::stats(0).at("reserved_bytes.all.current")));
+  {
+    accel::DeviceBuffer<char> buf(3u << 20, s);
+    const accel::MemoryStats during = accel::memory_stats(0);
+    const auto all = accel::memory::stats(0);
+    CHECK(during.reserved_bytes >= before.reserved_bytes + (3u << 20));
+    CHECK(during.reserved_bytes ==
+          static_cast<std::uint64_t>(all.at("reserved_bytes.all.current")));
+    CHECK(during.peak_reserved_bytes ==
+          static_cast<std::uint64_t>(all.at("reserved_bytes.all.peak")));
+    CHECK(during.reserved_bytes >= during.allocated_bytes);
+  }
+  s.synchronize();
+  accel::memory::empty_cache(0);
+  const accel::MemoryStats after = accel::memory_stats(0);
+  CHECK(after.reserved_bytes < after.peak_reserved_bytes);
+  CHECK(after.peak_reserved_bytes >= before.reserved_bytes + (3u << 20));
+}
+
 TEST_CASE("memory::empty_cache gives back every segment no allocation uses",
           "[cxx][memory][stats]") {
   accel::set_device_index(0);
