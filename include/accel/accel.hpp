@@ -778,6 +778,43 @@ class DeviceBuffer {
     copy_to(dst, Stream::current(device_), offset);
   }
 
+  /* The same copies from and to `count` elements at a host pointer: (src,
+   * count) is HostSpan<const T>(src, count), (dst, count) HostSpan<T>(dst,
+   * count), for a bare pointer (a C API's, a HostBuffer's data()). Throw
+   * Error as the HostSpan forms. */
+  void copy_from(const T* src, std::size_t count, const Stream& stream, std::size_t offset = 0) {
+    copy_from(HostSpan<const T>(src, count), stream, offset);
+  }
+  void copy_from(const T* src, std::size_t count, std::size_t offset = 0) {
+    copy_from(HostSpan<const T>(src, count), Stream::current(device_), offset);
+  }
+  void copy_to(T* dst, std::size_t count, const Stream& stream, std::size_t offset = 0) const {
+    copy_to(HostSpan<T>(dst, count), stream, offset);
+  }
+  void copy_to(T* dst, std::size_t count, std::size_t offset = 0) const {
+    copy_to(HostSpan<T>(dst, count), Stream::current(device_), offset);
+  }
+
+  /* What no overload above takes ends here, at a static_assert that says
+   * what to pass: a range of another element type (accel copies bytes and
+   * converts nothing: convert into a std::vector<T> first), a pointer
+   * without its count, or a temporary container as copy_to's destination
+   * (it would be destroyed before the asynchronous copy writes it). A
+   * temporary source is accepted by copy_from: accel_memcpy_async reads a
+   * pageable source before it returns (CUDA's rule for cudaMemcpyAsync from
+   * pageable memory) and a pinned HostBuffer's block is reused only after
+   * the copies queued with it, so the caller may destroy it at once. */
+  template <class C, class... Rest,
+            std::enable_if_t<detail::is_refused_host_arg<const T, C&&, Rest...>::value, int> = 0>
+  void copy_from(C&&, Rest&&...) {
+    detail::refuse_host_arg<const T, C&&>();
+  }
+  template <class C, class... Rest,
+            std::enable_if_t<detail::is_refused_host_arg<T, C&&, Rest...>::value, int> = 0>
+  void copy_to(C&&, Rest&&...) const {
+    detail::refuse_host_arg<T, C&&>();
+  }
+
   /* Queues a copy of all of `src` (same size; any device of the backend:
    * see the overload with offsets) into this buffer. */
   void copy_from(const DeviceBuffer& src, const Stream& stream);

@@ -415,6 +415,40 @@ TEST_CASE("memory_stats: reserved and peak reserved bytes, as torch.cuda.memory_
   CHECK(after.peak_reserved_bytes >= before.reserved_bytes + (3u << 20));
 }
 
+// The state of the block at `address` in a snapshot of device 0 ("" when
+// no block starts there).
+std::string block_state(std::uintptr_t address) {
+  const auto j = nlohmann::json::parse(accel::memory::snapshot(0));
+  for (const auto& seg : j.at("segments"))
+    for (const auto& b : seg.at("blocks"))
+      if (b.at("address").get<std::uintptr_t>() == address) return b.at("state");
+  return "";
+}
+
+TEST_CASE("memory::snapshot right after a synchronize shows completed frees as free",
+          "[cxx][memory][snapshot]") {
+  accel::set_device_index(0);
+  constexpr std::size_t n = 4096;
+  const std::vector<int> in = iota_vector(n, 7);
+  accel::Stream owner = accel::Stream::create(0);
+  accel::Stream user = accel::Stream::create(0);
+  Gate gate;
+  std::uintptr_t freed = 0;
+  {
+    accel::DeviceBuffer<int> buf(n, owner);
+    freed = reinterpret_cast<std::uintptr_t>(buf.data());
+    gate.launch(user);
+    buf.copy_from(in, user);  // records `user`: the free waits for it
+  }
+  REQUIRE(gate.wait_entered());
+  CHECK(block_state(freed) == "active_pending_free");
+  gate.open();
+  user.synchronize();
+  owner.synchronize();
+  // No allocation since: only the snapshot itself can notice the marker.
+  CHECK(block_state(freed) == "inactive");
+}
+
 TEST_CASE("memory::empty_cache gives back every segment no allocation uses",
           "[cxx][memory][stats]") {
   accel::set_device_index(0);
