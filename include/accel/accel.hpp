@@ -1151,8 +1151,14 @@ inline void enable_peer_access(int device, int peer) {
 /* Modules and kernels (accel.h's "Modules and kernels")                      */
 /* ------------------------------------------------------------------------ */
 
-/* One kernel image: a format and its bytes, borrowed (the bytes must live
- * until Module::load returns). Made by the named constructors. */
+/* One kernel image: a format and its bytes. An Image owns a copy of the
+ * bytes it is made from, shared by its copies (copying an Image copies no
+ * bytes), so the source may die or change at once: a std::vector<Image>
+ * made from a std::vector<std::string> of blobs stays valid when the
+ * strings are reallocated or destroyed. Image::borrow makes one that only
+ * points at bytes the caller keeps alive, unchanged, until Module::load
+ * returns (static data, accel_kernels_images). Made by the named
+ * constructors. Immutable once made: safe to share between threads. */
 class Image {
  public:
   static Image ptx(std::string_view text) { return {ACCEL_MODULE_FORMAT_PTX, text}; }
@@ -1175,16 +1181,34 @@ class Image {
   static Image sim_host(const void* data, std::size_t size) {
     return {ACCEL_MODULE_FORMAT_SIM_HOST, data, size};
   }
-  /* Any format, for images whose format is known only at run time. */
-  Image(accel_module_format_t format, const void* data, std::size_t size) noexcept
-      : image_{format, data, size} {}
-  Image(const accel_module_image_t& image) noexcept : image_(image) {}
+  /* Any format, for images whose format is known only at run time: a copy
+   * of `size` bytes at `data`. Throws std::bad_alloc. */
+  Image(accel_module_format_t format, const void* data, std::size_t size)
+      : Image(format, std::string_view(static_cast<const char*>(data), size)) {}
+  /* A copy of the bytes `image` points at. */
+  Image(const accel_module_image_t& image)
+      : Image(image.format, std::string_view(static_cast<const char*>(image.data), image.size)) {}
 
+  /* An Image that borrows: it copies nothing and points at `image`'s bytes,
+   * which must stay valid and unchanged until Module::load returns. */
+  static Image borrow(const accel_module_image_t& image) noexcept { return Image(image, 0); }
+  static Image borrow(accel_module_format_t format, const void* data, std::size_t size) noexcept {
+    return Image(accel_module_image_t{format, data, size}, 0);
+  }
+
+  /* The C image: its data points at the owned copy (or the borrowed bytes)
+   * and stays valid as long as this Image or a copy of it. */
   const accel_module_image_t& c_image() const noexcept { return image_; }
+  /* Whether the Image owns its bytes (false for borrow()). */
+  bool owns_bytes() const noexcept { return bytes_ != nullptr; }
 
  private:
-  Image(accel_module_format_t format, std::string_view text) noexcept
-      : image_{format, text.data(), text.size()} {}
+  Image(accel_module_format_t format, std::string_view bytes)
+      : bytes_(std::make_shared<const std::string>(bytes)),
+        image_{format, bytes_->data(), bytes_->size()} {}
+  Image(const accel_module_image_t& image, int /* borrowing */) noexcept : image_(image) {}
+
+  std::shared_ptr<const std::string> bytes_;
   accel_module_image_t image_;
 };
 
