@@ -397,11 +397,16 @@ accel_status_t accel_memory_stats(int32_t device, accel_memory_stats_t* stats) {
       full.peak_allocated_bytes = static_cast<uint64_t>(s.requested_bytes[accel::alloc::kAll].peak);
       full.allocation_count = static_cast<uint64_t>(s.allocation[accel::alloc::kAll].current);
       full.total_allocations = static_cast<uint64_t>(s.lifetime_allocations);
+      full.reserved_bytes = static_cast<uint64_t>(s.reserved_bytes[accel::alloc::kAll].current);
+      full.peak_reserved_bytes = static_cast<uint64_t>(s.reserved_bytes[accel::alloc::kAll].peak);
     } else {
       full.allocated_bytes = ds.allocated.load(std::memory_order_relaxed);
       full.peak_allocated_bytes = ds.peak.load(std::memory_order_relaxed);
       full.allocation_count = ds.live_allocations.load(std::memory_order_relaxed);
       full.total_allocations = ds.total_allocations.load(std::memory_order_relaxed);
+      // No cache: every allocated byte is a vendor byte.
+      full.reserved_bytes = full.allocated_bytes;
+      full.peak_reserved_bytes = full.peak_allocated_bytes;
     }
     copy_sized_struct(stats, full);
     return ACCEL_SUCCESS;

@@ -882,6 +882,10 @@ std::string DeviceAllocator::check_invariants() {
 
 std::string DeviceAllocator::Impl::snapshot(std::string (*stream_name)(StreamKey),
                                             std::string (*stream_label)(StreamKey)) {
+  // Frees whose markers have completed (a synchronize just before, say) are
+  // finished first, without waiting for any, so the snapshot and its
+  // statistics show only frees still waiting for stream work.
+  if (!pending.empty()) process_events();
   nlohmann::json j = nlohmann::json::object();
   j["allocator"] = config.caching ? "caching" : "native";
   j["config"] = describe(config);

@@ -520,6 +520,14 @@ typedef struct accel_memory_stats_s {
   uint64_t peak_allocated_bytes; /* maximum of allocated_bytes since start or reset */
   uint64_t allocation_count;     /* live allocations */
   uint64_t total_allocations;    /* accel_malloc successes since start */
+  /* Appended (a caller whose struct_size ends before a member does not get
+   * it): bytes of the vendor memory accel holds for the device, allocated
+   * or cached (torch.cuda.memory_reserved; the caching allocator's
+   * reserved_bytes.all.current, docs/memory.md; under backend:native, with
+   * no cache, the bytes allocated), and their maximum since start or
+   * accel_reset_peak_memory_stats (torch.cuda.max_memory_reserved). */
+  uint64_t reserved_bytes;
+  uint64_t peak_reserved_bytes;
 } accel_memory_stats_t;
 
 /* Fills *stats for `device` (negative: current). Statuses:

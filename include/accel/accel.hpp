@@ -126,6 +126,23 @@ class Error : public std::runtime_error {
   std::string operation_;
 };
 
+/* Turns the status of a C call into the C++ layer's error handling: returns
+ * on ACCEL_SUCCESS, otherwise throws Error(status, the calling thread's
+ * accel_last_error() detail, or accel_status_message(status) when there is
+ * none, operation). Call it right after the C call, on the same thread,
+ * before any other accel call replaces the detail; ACCEL_ERROR_NOT_READY is
+ * thrown like any failure (test for it before, as the query() members do).
+ * For code that mixes accel.h calls with accel.hpp, as
+ * C10_CUDA_CHECK(cudaError_t) does for torch:
+ *   accel::check(accel_memcpy_async(dst, src, n, kind, s), "accel_memcpy_async"); */
+inline void check(accel_status_t status, std::string_view operation = {}) {
+  if (status == ACCEL_SUCCESS) return;
+  const char* detail = accel_last_error();
+  throw Error(status,
+              (detail != nullptr && *detail != '\0') ? detail : accel_status_message(status),
+              operation);
+}
+
 /* Receives errors that cannot be thrown: `context` says where ("~Stream",
  * "host function", ...), `message` what happened. Called on the thread where
  * it happened (a backend thread for host functions); must not throw. */
@@ -786,6 +803,43 @@ class DeviceBuffer {
     copy_to(dst, Stream::current(device_), offset);
   }
 
+  /* The same copies from and to `count` elements at a host pointer: (src,
+   * count) is HostSpan<const T>(src, count), (dst, count) HostSpan<T>(dst,
+   * count), for a bare pointer (a C API's, a HostBuffer's data()). Throw
+   * Error as the HostSpan forms. */
+  void copy_from(const T* src, std::size_t count, const Stream& stream, std::size_t offset = 0) {
+    copy_from(HostSpan<const T>(src, count), stream, offset);
+  }
+  void copy_from(const T* src, std::size_t count, std::size_t offset = 0) {
+    copy_from(HostSpan<const T>(src, count), Stream::current(device_), offset);
+  }
+  void copy_to(T* dst, std::size_t count, const Stream& stream, std::size_t offset = 0) const {
+    copy_to(HostSpan<T>(dst, count), stream, offset);
+  }
+  void copy_to(T* dst, std::size_t count, std::size_t offset = 0) const {
+    copy_to(HostSpan<T>(dst, count), Stream::current(device_), offset);
+  }
+
+  /* What no overload above takes ends here, at a static_assert that says
+   * what to pass: a range of another element type (accel copies bytes and
+   * converts nothing: convert into a std::vector<T> first), a pointer
+   * without its count, or a temporary container as copy_to's destination
+   * (it would be destroyed before the asynchronous copy writes it). A
+   * temporary source is accepted by copy_from: accel_memcpy_async reads a
+   * pageable source before it returns (CUDA's rule for cudaMemcpyAsync from
+   * pageable memory) and a pinned HostBuffer's block is reused only after
+   * the copies queued with it, so the caller may destroy it at once. */
+  template <class C, class... Rest,
+            std::enable_if_t<detail::is_refused_host_arg<const T, C&&, Rest...>::value, int> = 0>
+  void copy_from(C&&, Rest&&...) {
+    detail::refuse_host_arg<const T, C&&>();
+  }
+  template <class C, class... Rest,
+            std::enable_if_t<detail::is_refused_host_arg<T, C&&, Rest...>::value, int> = 0>
+  void copy_to(C&&, Rest&&...) const {
+    detail::refuse_host_arg<T, C&&>();
+  }
+
   /* Queues a copy of all of `src` (same size; any device of the backend:
    * see the overload with offsets) into this buffer. */
   void copy_from(const DeviceBuffer& src, const Stream& stream);
@@ -830,13 +884,18 @@ class DeviceBuffer {
   accel_stream_t stream_ = nullptr;  // the stream the memory belongs to
 };
 
-/* Allocation statistics counted by accel (torch.accelerator.memory_allocated,
- * max_memory_allocated, ...). Bytes unless named a count. */
+/* Allocation statistics counted by accel: what torch.cuda's
+ * memory_allocated (allocated_bytes), max_memory_allocated
+ * (peak_allocated_bytes), memory_reserved (reserved_bytes) and
+ * max_memory_reserved (peak_reserved_bytes) return. Bytes unless named a
+ * count; peaks since start or reset_peak_memory_stats(). */
 struct MemoryStats {
   std::uint64_t allocated_bytes = 0;      /* bytes currently allocated */
   std::uint64_t peak_allocated_bytes = 0; /* max of allocated_bytes since start or reset */
   std::uint64_t allocation_count = 0;     /* live allocations */
   std::uint64_t total_allocations = 0;    /* successful allocations since start */
+  std::uint64_t reserved_bytes = 0;       /* vendor bytes held, allocated or cached */
+  std::uint64_t peak_reserved_bytes = 0;  /* max of reserved_bytes since start or reset */
 };
 
 /* accel_memory_stats for `device` (empty: current). Does not initialise the
@@ -845,8 +904,8 @@ inline MemoryStats memory_stats(std::optional<int> device = {}) {
   accel_memory_stats_t s{};
   s.struct_size = sizeof s;
   detail::check(accel_memory_stats(detail::c_device(device), &s), "accel_memory_stats");
-  return MemoryStats{s.allocated_bytes, s.peak_allocated_bytes, s.allocation_count,
-                     s.total_allocations};
+  return MemoryStats{s.allocated_bytes,   s.peak_allocated_bytes, s.allocation_count,
+                     s.total_allocations, s.reserved_bytes,       s.peak_reserved_bytes};
 }
 
 /* Sets every peak statistic of `device` (empty: current) to its current
@@ -882,11 +941,34 @@ inline MemoryInfo mem_get_info(std::optional<int> device = {}) {
  * failure (ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE, ...). */
 namespace memory {
 
+/* Statistics by name, as stats() and host_stats() return them: a std::map
+ * whose lookups (operator[] and at()) throw std::out_of_range naming the key
+ * when no statistic has that name, so a mistyped name fails instead of
+ * reading 0 (std::map's operator[] would insert it). find(), count() and
+ * iteration are std::map's. A value type; no thread-safety concerns of its
+ * own. */
+class StatsMap : public std::map<std::string, std::int64_t> {
+ public:
+  StatsMap() = default;
+  explicit StatsMap(std::map<std::string, std::int64_t> values)
+      : std::map<std::string, std::int64_t>(std::move(values)) {}
+
+  /* The value of statistic `name`; throws std::out_of_range
+   * ("accel::memory: no statistic named '<name>'") when there is none. */
+  std::int64_t operator[](const std::string& name) const { return at(name); }
+  const std::int64_t& at(const std::string& name) const {
+    const auto it = find(name);
+    if (it == end()) throw std::out_of_range("accel::memory: no statistic named '" + name + "'");
+    return it->second;
+  }
+};
+
 /* Every statistic of the allocator of `device`, by name
  * ("allocated_bytes.all.current", "num_ooms", ...: accel.h lists them);
- * bytes or counts as the name says. Never initialises a backend.
+ * bytes or counts as the name says; an unknown name's lookup throws (see
+ * StatsMap). Never initialises a backend.
  * accel_memory_stats_list / torch.cuda.memory_stats. */
-inline std::map<std::string, std::int64_t> stats(std::optional<int> device = {});
+inline StatsMap stats(std::optional<int> device = {});
 
 /* Returns the cached memory of `device` that no allocation uses to the
  * vendor, after waiting for the streams that last used it; allocations stay
@@ -925,9 +1007,10 @@ inline std::string allocator_backend() {
 }
 
 /* Every statistic of the pinned host memory cache (accel_host_malloc), by
- * name ("allocated_bytes.current", "num_host_alloc", ...).
+ * name ("allocated_bytes.current", "num_host_alloc", ...); an unknown
+ * name's lookup throws (see StatsMap).
  * accel_host_memory_stats_list / torch.cuda.host_memory_stats. */
-inline std::map<std::string, std::int64_t> host_stats();
+inline StatsMap host_stats();
 
 /* Returns the cached pinned host blocks that no queued copy still uses to
  * the vendor. accel_empty_host_cache / torch.cuda.empty_host_cache. */
@@ -993,7 +1076,6 @@ inline DeviceCapability device_capability(std::optional<int> device = {}) {
 /* ------------------------------------------------------------------------ */
 /* Page-locked (pinned) host memory                                           */
 /* ------------------------------------------------------------------------ */
-
 
 /* Move-only owner of `count` elements of page-locked host memory
  * (accel_host_malloc): copies between it and device memory are truly
@@ -1094,8 +1176,14 @@ inline void enable_peer_access(int device, int peer) {
 /* Modules and kernels (accel.h's "Modules and kernels")                      */
 /* ------------------------------------------------------------------------ */
 
-/* One kernel image: a format and its bytes, borrowed (the bytes must live
- * until Module::load returns). Made by the named constructors. */
+/* One kernel image: a format and its bytes. An Image owns a copy of the
+ * bytes it is made from, shared by its copies (copying an Image copies no
+ * bytes), so the source may die or change at once: a std::vector<Image>
+ * made from a std::vector<std::string> of blobs stays valid when the
+ * strings are reallocated or destroyed. Image::borrow makes one that only
+ * points at bytes the caller keeps alive, unchanged, until Module::load
+ * returns (static data, accel_kernels_images). Made by the named
+ * constructors. Immutable once made: safe to share between threads. */
 class Image {
  public:
   static Image ptx(std::string_view text) { return {ACCEL_MODULE_FORMAT_PTX, text}; }
@@ -1118,16 +1206,34 @@ class Image {
   static Image sim_host(const void* data, std::size_t size) {
     return {ACCEL_MODULE_FORMAT_SIM_HOST, data, size};
   }
-  /* Any format, for images whose format is known only at run time. */
-  Image(accel_module_format_t format, const void* data, std::size_t size) noexcept
-      : image_{format, data, size} {}
-  Image(const accel_module_image_t& image) noexcept : image_(image) {}
+  /* Any format, for images whose format is known only at run time: a copy
+   * of `size` bytes at `data`. Throws std::bad_alloc. */
+  Image(accel_module_format_t format, const void* data, std::size_t size)
+      : Image(format, std::string_view(static_cast<const char*>(data), size)) {}
+  /* A copy of the bytes `image` points at. */
+  Image(const accel_module_image_t& image)
+      : Image(image.format, std::string_view(static_cast<const char*>(image.data), image.size)) {}
 
+  /* An Image that borrows: it copies nothing and points at `image`'s bytes,
+   * which must stay valid and unchanged until Module::load returns. */
+  static Image borrow(const accel_module_image_t& image) noexcept { return Image(image, 0); }
+  static Image borrow(accel_module_format_t format, const void* data, std::size_t size) noexcept {
+    return Image(accel_module_image_t{format, data, size}, 0);
+  }
+
+  /* The C image: its data points at the owned copy (or the borrowed bytes)
+   * and stays valid as long as this Image or a copy of it. */
   const accel_module_image_t& c_image() const noexcept { return image_; }
+  /* Whether the Image owns its bytes (false for borrow()). */
+  bool owns_bytes() const noexcept { return bytes_ != nullptr; }
 
  private:
-  Image(accel_module_format_t format, std::string_view text) noexcept
-      : image_{format, text.data(), text.size()} {}
+  Image(accel_module_format_t format, std::string_view bytes)
+      : bytes_(std::make_shared<const std::string>(bytes)),
+        image_{format, bytes_->data(), bytes_->size()} {}
+  Image(const accel_module_image_t& image, int /* borrowing */) noexcept : image_(image) {}
+
+  std::shared_ptr<const std::string> bytes_;
   accel_module_image_t image_;
 };
 

@@ -101,6 +101,22 @@ TEST_CASE("C++17: DeviceBuffer copies from containers / arrays / pointers", "[cx
   accel::Stream::current(1).synchronize();
   CHECK(back == in);
 
+  // (pointer, count), with and without a stream and an offset.
+  const std::int32_t* src = in.data();
+  std::int32_t* dst = back.data();
+  buf.copy_from(src + 4, 2, s, 0);
+  buf.copy_to(dst, 16, s);
+  s.synchronize();
+  CHECK(back[0] == 104);
+  CHECK(back[1] == 105);
+  CHECK(back[2] == 102);
+  buf.copy_from(src, 16);
+  buf.copy_to(dst + 2, 2, 5);
+  accel::Stream::current(1).synchronize();
+  CHECK(back[2] == 105);
+  CHECK(back[3] == 106);
+  CHECK_THROWS_AS(buf.copy_from(src, 17, s), accel::Error);
+
   // A range that does not fit is refused before any copy.
   std::vector<std::int32_t> big(17, 0);
   CHECK_THROWS_AS(buf.copy_from(big, s), accel::Error);

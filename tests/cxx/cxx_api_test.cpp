@@ -281,6 +281,21 @@ TEST_CASE("Error::what() names the failed operation once", "[cxx][error]") {
 
 // --- DeviceIndexGuard -------------------------------------------------------------
 
+TEST_CASE("accel::check turns a C status into accel::Error", "[cxx][error]") {
+  accel::check(ACCEL_SUCCESS, "nothing");  // no-op
+  accel::check(accel_set_device_index(0));
+  try {
+    accel::check(accel_set_device_index(99), "accel_set_device_index");
+    FAIL("a failed status did not throw");
+  } catch (const accel::Error& e) {
+    CHECK(e.status() == ACCEL_ERROR_INVALID_DEVICE);
+    CHECK(e.operation() == "accel_set_device_index");
+    CHECK(e.message() == accel_last_error());
+    CHECK(std::string(e.what()).find("ACCEL_ERROR_INVALID_DEVICE") != std::string::npos);
+  }
+  CHECK(accel::current_device_index() == 0);  // the refused call changed nothing
+}
+
 TEST_CASE("DeviceIndexGuard sets and restores the device", "[cxx][guard]") {
   reset_thread_state();
   {

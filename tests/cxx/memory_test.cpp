@@ -394,6 +394,82 @@ TEST_CASE("memory::stats: torch's names and what one allocation adds", "[cxx][me
   }
 }
 
+TEST_CASE("memory::stats: a lookup of a name no statistic has throws, naming it",
+          "[cxx][memory][stats]") {
+  const auto all = accel::memory::stats(0);
+  CHECK(all["allocated_bytes.all.current"] == all.at("allocated_bytes.all.current"));
+  try {
+    (void)all["alocated_bytes.all.current"];
+    FAIL("a mistyped name read a value");
+  } catch (const std::out_of_range& e) {
+    CHECK(std::string(e.what()).find("'alocated_bytes.all.current'") != std::string::npos);
+  }
+  CHECK_THROWS_AS(all.at("no_such_stat"), std::out_of_range);
+  CHECK(all.count("alocated_bytes.all.current") == 0);  // the lookups added nothing
+  const auto host = accel::memory::host_stats();
+  CHECK_THROWS_AS(host["num_host_allocs"], std::out_of_range);
+}
+
+TEST_CASE("memory_stats: reserved and peak reserved bytes, as torch.cuda.memory_reserved",
+          "[cxx][memory][stats]") {
+  accel::Stream s = accel::Stream::create(0);
+  accel::memory::empty_cache(0);
+  accel::reset_peak_memory_stats(0);
+  const accel::MemoryStats before = accel::memory_stats(0);
+  CHECK(before.reserved_bytes ==
+        static_cast<std::uint64_t>(accel::memory::stats(0).at("reserved_bytes.all.current")));
+  {
+    accel::DeviceBuffer<char> buf(3u << 20, s);
+    const accel::MemoryStats during = accel::memory_stats(0);
+    const auto all = accel::memory::stats(0);
+    CHECK(during.reserved_bytes >= before.reserved_bytes + (3u << 20));
+    CHECK(during.reserved_bytes ==
+          static_cast<std::uint64_t>(all.at("reserved_bytes.all.current")));
+    CHECK(during.peak_reserved_bytes ==
+          static_cast<std::uint64_t>(all.at("reserved_bytes.all.peak")));
+    CHECK(during.reserved_bytes >= during.allocated_bytes);
+  }
+  s.synchronize();
+  accel::memory::empty_cache(0);
+  const accel::MemoryStats after = accel::memory_stats(0);
+  CHECK(after.reserved_bytes < after.peak_reserved_bytes);
+  CHECK(after.peak_reserved_bytes >= before.reserved_bytes + (3u << 20));
+}
+
+// The state of the block at `address` in a snapshot of device 0 ("" when
+// no block starts there).
+std::string block_state(std::uintptr_t address) {
+  const auto j = nlohmann::json::parse(accel::memory::snapshot(0));
+  for (const auto& seg : j.at("segments"))
+    for (const auto& b : seg.at("blocks"))
+      if (b.at("address").get<std::uintptr_t>() == address) return b.at("state");
+  return "";
+}
+
+TEST_CASE("memory::snapshot right after a synchronize shows completed frees as free",
+          "[cxx][memory][snapshot]") {
+  accel::set_device_index(0);
+  constexpr std::size_t n = 4096;
+  const std::vector<int> in = iota_vector(n, 7);
+  accel::Stream owner = accel::Stream::create(0);
+  accel::Stream user = accel::Stream::create(0);
+  Gate gate;
+  std::uintptr_t freed = 0;
+  {
+    accel::DeviceBuffer<int> buf(n, owner);
+    freed = reinterpret_cast<std::uintptr_t>(buf.data());
+    gate.launch(user);
+    buf.copy_from(in, user);  // records `user`: the free waits for it
+  }
+  REQUIRE(gate.wait_entered());
+  CHECK(block_state(freed) == "active_pending_free");
+  gate.open();
+  user.synchronize();
+  owner.synchronize();
+  // No allocation since: only the snapshot itself can notice the marker.
+  CHECK(block_state(freed) == "inactive");
+}
+
 TEST_CASE("memory::empty_cache gives back every segment no allocation uses",
           "[cxx][memory][stats]") {
   accel::set_device_index(0);

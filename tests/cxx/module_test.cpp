@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "accel_kernels.h"
@@ -20,6 +21,29 @@ std::vector<accel::Image> build_images() {
 }
 
 }  // namespace
+
+TEST_CASE("cxx modules: an Image owns its bytes; Image::borrow does not", "[modules]") {
+  const accel_module_image_t* sim = accel_kernels_image(ACCEL_MODULE_FORMAT_SIM_HOST);
+  REQUIRE(sim != nullptr);
+  std::vector<std::string> blobs;
+  blobs.emplace_back(static_cast<const char*>(sim->data), sim->size);
+  std::vector<accel::Image> images;
+  images.push_back(accel::Image::sim_host(blobs[0].data(), blobs[0].size()));
+  CHECK(images[0].owns_bytes());
+  // The source blob is overwritten and its vector reallocated: the Image
+  // must still hold the bytes it was made from.
+  blobs[0].assign(blobs[0].size(), '\0');
+  for (int i = 0; i < 64; ++i) blobs.emplace_back(1000, 'x');
+  const accel::Image copy = images[0];
+  CHECK(copy.c_image().data == images[0].c_image().data);  // shared, not copied again
+  accel::Module module = accel::Module::load(images);
+  CHECK(module.kernel("saxpy").attributes().num_args == 4);
+
+  const accel::Image borrowed = accel::Image::borrow(*sim);
+  CHECK_FALSE(borrowed.owns_bytes());
+  CHECK(borrowed.c_image().data == sim->data);
+  CHECK(accel::Module::load({borrowed}).kernel("saxpy"));
+}
 
 TEST_CASE("cxx modules: saxpy and reduce_sum with deduced argument kinds", "[modules]") {
   accel::Module module = accel::Module::load(build_images());

@@ -7,6 +7,10 @@
         1..N without gaps or repeats; every "ABI-N" named in README.md or
         docs/ exists.
 
+    check_docs.py claims SOURCE_ROOT
+        The C++ standard of docs/cpp.md is the one accelConfig.cmake names,
+        and every kernels/.../README.md a kernel source names exists.
+
     check_docs.py links SOURCE_ROOT
         Every relative link of README.md, CHANGELOG.md and docs/*.md names a
         file of the repository and, with a #fragment into a Markdown file, one
@@ -119,11 +123,38 @@ def check_links(root):
     return failures
 
 
+def check_claims(root):
+    """The C++ standard accel.hpp needs is the same in cpp.md and the
+    installed accelConfig.cmake, and every README.md a source file of
+    kernels/ points at exists."""
+    failures = []
+    std_re = re.compile(r"C\+\+(\d\d)")
+    cpp = (root / "docs/cpp.md").read_text()
+    m = re.search(r"header-only (C\+\+\d\d) layer", cpp)
+    want = m.group(1) if m else None
+    if want is None:
+        failures.append("docs/cpp.md does not say which C++ standard accel.hpp needs")
+    cmake = (root / "core/cmake/accelConfig.cmake.in").read_text()
+    said = set("C++" + n for n in std_re.findall(cmake))
+    if want is not None and said != {want}:
+        failures.append(f"core/cmake/accelConfig.cmake.in names {sorted(said)}; "
+                        f"docs/cpp.md says accel.hpp needs {want}")
+    for f in sorted((root / "kernels").rglob("*")):
+        if not f.is_file() or f.suffix not in (".cl", ".cu", ".c", ".h", ".hip"):
+            continue
+        for ref in re.findall(r"\b(kernels/[\w/]*README\.md)", f.read_text()):
+            if not (root / ref).is_file():
+                failures.append(f"{f.relative_to(root)} points at {ref}, which does not exist")
+    print("claims: C++ standard and kernels/ references checked")
+    return failures
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("rules", "links"):
+    checks = {"rules": check_rules, "links": check_links, "claims": check_claims}
+    if len(sys.argv) != 3 or sys.argv[1] not in checks:
         sys.exit(__doc__)
     root = Path(sys.argv[2]).resolve()
-    failures = check_rules(root) if sys.argv[1] == "rules" else check_links(root)
+    failures = checks[sys.argv[1]](root)
     for f in failures:
         print("FAILED:", f)
     print("ok" if not failures else f"{len(failures)} failure(s)")

@@ -176,8 +176,8 @@ void DeviceBuffer<T>::copy_from(const DeviceBuffer& src, const Stream& stream) {
 }
 
 template <class T>
-void DeviceBuffer<T>::copy_from(const DeviceBuffer& src, std::size_t src_offset,
-                                std::size_t offset, std::size_t count, const Stream& stream) {
+void DeviceBuffer<T>::copy_from(const DeviceBuffer& src, std::size_t src_offset, std::size_t offset,
+                                std::size_t count, const Stream& stream) {
   src.check_range(src_offset, count, "DeviceBuffer::copy_from (source)");
   check_range(offset, count, "DeviceBuffer::copy_from");
   if (count == 0) return;
@@ -186,9 +186,9 @@ void DeviceBuffer<T>::copy_from(const DeviceBuffer& src, std::size_t src_offset,
                                      ACCEL_MEMCPY_DEVICE_TO_DEVICE, stream.handle()),
                   "accel_memcpy_async");
   } else {
-    detail::check(accel_memcpy_peer_async(
-                      ptr_ + offset, static_cast<int32_t>(device_), src.ptr_ + src_offset,
-                      static_cast<int32_t>(src.device_), count * sizeof(T), stream.handle()),
+    detail::check(accel_memcpy_peer_async(ptr_ + offset, static_cast<int32_t>(device_),
+                                          src.ptr_ + src_offset, static_cast<int32_t>(src.device_),
+                                          count * sizeof(T), stream.handle()),
                   "accel_memcpy_peer_async");
   }
   record_stream(stream);
@@ -256,7 +256,7 @@ void DeviceBuffer<T>::reset() noexcept {
 /* The caching allocator                                                      */
 /* ------------------------------------------------------------------------ */
 
-inline std::map<std::string, std::int64_t> memory::stats(std::optional<int> device) {
+inline memory::StatsMap memory::stats(std::optional<int> device) {
   const int32_t d = detail::c_device(device);
   std::size_t count = 0;
   detail::check(accel_memory_stats_list(d, nullptr, 0, &count), "accel_memory_stats_list");
@@ -264,7 +264,7 @@ inline std::map<std::string, std::int64_t> memory::stats(std::optional<int> devi
   std::size_t written = 0;
   detail::check(accel_memory_stats_list(d, list.data(), list.size(), &written),
                 "accel_memory_stats_list");
-  return detail::stats_by_name(list, written);
+  return StatsMap(detail::stats_by_name(list, written));
 }
 
 inline std::string memory::snapshot(std::optional<int> device) {
@@ -290,14 +290,14 @@ inline std::string memory::snapshot(std::optional<int> device) {
               "accel_memory_snapshot");
 }
 
-inline std::map<std::string, std::int64_t> memory::host_stats() {
+inline memory::StatsMap memory::host_stats() {
   std::size_t count = 0;
   detail::check(accel_host_memory_stats_list(nullptr, 0, &count), "accel_host_memory_stats_list");
   std::vector<accel_memory_stat_t> list(count);
   std::size_t written = 0;
   detail::check(accel_host_memory_stats_list(list.data(), list.size(), &written),
                 "accel_host_memory_stats_list");
-  return detail::stats_by_name(list, written);
+  return StatsMap(detail::stats_by_name(list, written));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -184,6 +184,72 @@ struct is_host_range_for<
           (std::is_lvalue_reference_v<C> || std::is_const_v<T> ||
            is_host_view<remove_cvref_t<C>>::value)> {};
 
+/* The element type of a range or a pointer C (void when it is neither). */
+template <class C, class = void>
+struct host_element {
+  using type = void;
+};
+template <class C>
+struct host_element<C, std::enable_if_t<std::is_pointer_v<remove_cvref_t<C>>>> {
+  using type = std::remove_pointer_t<remove_cvref_t<C>>;
+};
+template <class C>
+struct host_element<C,
+                    std::void_t<decltype(std::data(std::declval<std::remove_reference_t<C>&>()))>> {
+  using type =
+      std::remove_pointer_t<decltype(std::data(std::declval<std::remove_reference_t<C>&>()))>;
+};
+
+/* Whether the first of Rest (a copy's arguments after the host side) is an
+ * element count. */
+template <class... Rest>
+struct first_is_count : std::false_type {};
+template <class R0, class... Rest>
+struct first_is_count<R0, Rest...> : std::is_integral<remove_cvref_t<R0>> {};
+
+/* Whether a DeviceBuffer copy's host argument C (a forwarding reference's
+ * type), followed by arguments Rest, is one no overload takes: not a
+ * HostSpan<T>, not device memory, and not a pointer to T followed by its
+ * count. DeviceBuffer's catch-all overloads turn it into the static_assert
+ * of refuse_host_arg instead of "no known conversion". */
+template <class T, class C, class... Rest>
+struct is_refused_host_arg
+    : std::bool_constant<!std::is_convertible_v<C, HostSpan<T>> &&
+                         !is_device_buffer<remove_cvref_t<C>>::value &&
+                         !(std::is_convertible_v<C, T*> && first_is_count<Rest...>::value)> {};
+
+/* The compile-time error for a refused host argument C of a copy whose host
+ * side is HostSpan<T>, saying what to pass instead. */
+template <class T, class C>
+void refuse_host_arg() {
+  using E = typename host_element<C>::type;
+  constexpr bool is_pointer = std::is_pointer_v<remove_cvref_t<C>>;
+  constexpr bool same_element = std::is_same_v<std::remove_cv_t<E>, std::remove_cv_t<T>>;
+  constexpr bool source = std::is_const_v<T>;
+  constexpr bool element_ok = std::is_void_v<E> || same_element;
+  constexpr bool writable = source || !std::is_const_v<E>;
+  constexpr bool lives = source || !element_ok || is_pointer || std::is_lvalue_reference_v<C>;
+  constexpr bool counted = !is_pointer || !same_element || !writable;
+  constexpr bool host = !std::is_void_v<E>;
+  static_assert(!source || element_ok,
+                "copy_from: element type differs: accel copies bytes and converts nothing: "
+                "copy into a std::vector<T> of the buffer's element type first");
+  static_assert(source || element_ok,
+                "copy_to: element type differs: accel copies bytes and converts nothing: "
+                "copy into a std::vector<T> of the buffer's element type, then convert");
+  static_assert(!element_ok || writable,
+                "copy_to: the destination is const: pass writable host memory");
+  static_assert(lives,
+                "copy_to: a temporary would die before the asynchronous copy writes it: "
+                "keep the destination in a variable");
+  static_assert(counted, "a bare pointer needs its element count: pass (pointer, count)");
+  static_assert(host,
+                "the host side must be host memory: a std::vector, std::array, C array, "
+                "HostSpan, HostBuffer or (pointer, count)");
+  static_assert(!(element_ok && writable && lives && counted && host),
+                "this host argument cannot be copied");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Kernel arguments                                                           */
 /* ------------------------------------------------------------------------ */
