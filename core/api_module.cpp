@@ -334,14 +334,7 @@ accel_status_t accel_module_build_log(char* buffer, size_t capacity, size_t* len
             check_out_array(fn, length, "length", buffer, "buffer", capacity, "with capacity");
         st != ACCEL_SUCCESS)
       return st;
-    const std::string& log = thread_state().build_log;
-    *length = log.size();
-    if (capacity > 0) {
-      size_t n = std::min(capacity - 1, log.size());
-      log.copy(buffer, n);
-      buffer[n] = '\0';
-    }
-    return ACCEL_SUCCESS;
+    return copy_out_text(thread_state().build_log, buffer, capacity, length);
   });
 }
 

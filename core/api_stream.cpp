@@ -362,14 +362,7 @@ accel_status_t accel_stream_get_name(accel_stream_t stream, char* buffer, size_t
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: stream is {}", fn,
                    stream == nullptr ? "NULL" : "not a live stream (destroyed?)");
     }
-    const std::string name = stream_name_of(stream);
-    *length = name.size();
-    if (capacity > 0) {
-      const size_t n = std::min(name.size(), capacity - 1);
-      std::memcpy(buffer, name.data(), n);
-      buffer[n] = '\0';
-    }
-    return ACCEL_SUCCESS;
+    return copy_out_text(stream_name_of(stream), buffer, capacity, length);
   });
 }
 

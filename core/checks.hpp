@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include "accel/accel.h"
 #include "callbacks.hpp"
@@ -59,6 +60,19 @@ inline accel_status_t check_out_array(const char* fn, const size_t* total, const
   if (data == nullptr && capacity > 0) [[unlikely]] {
     return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: {} is NULL {} {}", fn, data_name, joint,
                  capacity);
+  }
+  return ACCEL_SUCCESS;
+}
+
+// Hands `text` out through a check_out_array-checked buffer: its full
+// length in *length, and as much as fits, NUL-terminated, in buffer.
+inline accel_status_t copy_out_text(std::string_view text, char* buffer, size_t capacity,
+                                    size_t* length) {
+  *length = text.size();
+  if (capacity > 0) {
+    const size_t n = std::min(text.size(), capacity - 1);
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
   }
   return ACCEL_SUCCESS;
 }
