@@ -10,6 +10,7 @@
 #include "host_services.hpp"
 #include "kernel_args.hpp"
 #include "module.hpp"
+#include "module_files.hpp"
 #include "plugin_groups.hpp"
 #include "stream_sanitizer.hpp"
 
@@ -221,7 +222,8 @@ accel_status_t publish_module(const char* fn, Backend& b, int32_t target,
 // error is the first image's, with the head of the log.
 accel_status_t load_first_accepted(const char* fn, Backend& b, int32_t target,
                                    std::span<const accel_module_image_t> images, uint64_t accepted,
-                                   const char* options, accel_module_t* module) {
+                                   const char* options, accel_module_t* module,
+                                   std::vector<std::string>* errors = nullptr) {
   std::string log;
   std::string first_error;
   accel_status_t first_status = ACCEL_SUCCESS;
@@ -244,6 +246,7 @@ accel_status_t load_first_accepted(const char* fn, Backend& b, int32_t target,
       thread_state().build_log = std::move(log);
       return st;
     }
+    if (errors != nullptr) (*errors)[i] = thread_state().last_error;
     if (first_status == ACCEL_SUCCESS) {
       first_status = st;
       first_error =
@@ -253,6 +256,50 @@ accel_status_t load_first_accepted(const char* fn, Backend& b, int32_t target,
   thread_state().build_log = log;
   if (log.empty()) return failf(first_status, "{}: {}", fn, first_error);
   return failf(first_status, "{}: {}; build log:\n{}", fn, first_error, log_head(log));
+}
+
+// accel_module_load_file once the files are read: the ones the device
+// takes go to load_first_accepted in the caller's order. When none loads,
+// the error names every path and why it was not used.
+accel_status_t load_files(const char* fn, Backend& b, int32_t target,
+                          const std::vector<ModuleFile>& files, uint64_t accepted,
+                          const char* options, accel_module_t* module) {
+  std::vector<std::string> why(files.size());
+  std::vector<accel_module_image_t> images;
+  std::vector<size_t> file_of;  // images[j] is files[file_of[j]]
+  bool any_read = false;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ModuleFile& f = files[i];
+    if (!f.skipped.empty()) {
+      why[i] = f.skipped;
+      continue;
+    }
+    any_read = true;
+    if ((accepted & ACCEL_MODULE_FORMAT_BIT(f.format)) == 0) {
+      why[i] = fmt::format("format {}, which the device does not take", kFormatNames[f.format]);
+      continue;
+    }
+    images.push_back({f.format, f.bytes.data(), f.bytes.size()});
+    file_of.push_back(i);
+  }
+  accel_status_t st = any_read ? ACCEL_ERROR_NOT_SUPPORTED : ACCEL_ERROR_INVALID_ARGUMENT;
+  if (!images.empty()) {
+    std::vector<std::string> errors(images.size());
+    st = load_first_accepted(fn, b, target, images, accepted, options, module, &errors);
+    if (st == ACCEL_SUCCESS) return st;
+    // Other failures (out of memory, the backend) are not the files' fault.
+    if (st != ACCEL_ERROR_BUILD_FAILED && st != ACCEL_ERROR_INVALID_ARGUMENT) return st;
+    for (size_t j = 0; j < images.size(); ++j) why[file_of[j]] = errors[j];
+  } else {
+    thread_state().build_log.clear();
+  }
+  std::string list;
+  for (size_t i = 0; i < files.size(); ++i)
+    list += fmt::format("{}\n  '{}': {}", i == 0 ? "" : ";", files[i].path, why[i]);
+  const std::string& log = thread_state().build_log;
+  return failf(st, "{}: no file loaded on {} device {} (it takes {}):{}{}", fn, b.name, target,
+               format_list(accepted), list,
+               log.empty() ? std::string() : "\nbuild log:\n" + log_head(log));
 }
 
 // The stream sanitizer's record of a launch: each device pointer argument
@@ -324,6 +371,46 @@ accel_status_t accel_module_load(int32_t device, const accel_module_image_t* ima
                    fn, b->name, target, format_list(given), format_list(accepted));
     }
     return load_first_accepted(fn, *b, target, {images, count}, accepted, options, module);
+  });
+}
+
+accel_status_t accel_module_load_file(int32_t device, const char* const* paths, size_t count,
+                                      const char* options, accel_module_t* module) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    thread_state().build_log.clear();
+    if (module == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: module is NULL", fn);
+    if (paths == nullptr || count == 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: no paths (paths {}, count {})", fn,
+                   static_cast<const void*>(paths), count);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (paths[i] == nullptr || paths[i][0] == '\0')
+        return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: path {} is NULL or empty", fn, i);
+    }
+    Backend* b = nullptr;
+    int32_t target = 0;
+    if (auto st = module_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
+    uint64_t accepted = 0;
+    if (auto st = call_plugin(*b, "module_formats",
+                              [&] { return b->api.module_formats(target, &accepted); });
+        st != ACCEL_SUCCESS)
+      return st;
+    std::vector<ModuleFile> files;
+    files.reserve(count);
+    for (size_t i = 0; i < count; ++i) files.push_back(read_module_file(paths[i]));
+    return load_files(fn, *b, target, files, accepted, options, module);
+  });
+}
+
+accel_status_t accel_module_format(accel_module_t module, accel_module_format_t* format) {
+  const char* const fn = __func__;
+  return guarded(fn, [&] {
+    if (format == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: format is NULL", fn);
+    accel_module_s* m = nullptr;
+    if (auto st = check_module(fn, module, m); st != ACCEL_SUCCESS) return st;
+    *format = m->format;
+    return ACCEL_SUCCESS;
   });
 }
 

@@ -1171,6 +1171,43 @@ ACCEL_API accel_status_t accel_module_load(int32_t device, const accel_module_im
                                            size_t count, const char* options,
                                            accel_module_t* module);
 
+/* accel_module_load from files: reads each of the `count` files at
+ * `paths` (in the caller's order), tells each one's format from its bytes,
+ * and loads the first that `device` (-1: the current device) takes and that
+ * builds, as accel_module_load does with the same images. A file that is
+ * missing or unreadable is skipped, its reason kept. Formats: an ELF file
+ * is AMD_CODE_OBJECT (e_machine EM_AMDGPU, 224), CUBIN (EM_CUDA, 190),
+ * SIM_HOST (a shared object for this host's machine) or NATIVE_BINARY (any
+ * other machine); FATBIN starts with the magic 0xBA55ED50, SPIRV with
+ * 0x07230203 (either byte order); text whose first word after comments and
+ * white space is ".version" is PTX; other text (no NUL byte) is OPENCL_C;
+ * any other file is skipped as not a kernel image. Each file is read
+ * whole, once; the files are not kept open.
+ *
+ * Statuses: ACCEL_SUCCESS (*module set; accel_module_format says which
+ * format was loaded); ACCEL_ERROR_INVALID_ARGUMENT (module NULL, paths NULL,
+ * count 0, a path NULL or empty, or no file could be read: every one is
+ * missing, unreadable, empty or not a kernel image; or the only file the
+ * device takes is malformed); ACCEL_ERROR_NOT_SUPPORTED (files were read
+ * but the device takes none of their formats); ACCEL_ERROR_BUILD_FAILED
+ * (every file the device takes failed to build); and the others of
+ * accel_module_load. When no file loads, the detail names each path and why
+ * it was not used (strerror's text for a file that could not be read, the
+ * format the device does not take, the build failure). The build log is as
+ * accel_module_load's. Nothing is loaded on failure. Thread-safe.
+ * (cuModuleLoad, hipModuleLoad: one path each; this takes several, for
+ * binaries that ship an image per vendor.) */
+ACCEL_API accel_status_t accel_module_load_file(int32_t device, const char* const* paths,
+                                                size_t count, const char* options,
+                                                accel_module_t* module);
+
+/* Sets *format to the format of the image `module` was loaded from (the one
+ * accel_module_load or accel_module_load_file picked). Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (format NULL, module NULL or not live),
+ * ACCEL_ERROR_FORKED. *format is unchanged on failure. Thread-safe. */
+ACCEL_API accel_status_t accel_module_format(accel_module_t module,
+                                             accel_module_format_t* format);
+
 /* Copies the calling thread's last accel_module_load build log into
  * `buffer` (NUL-terminated, cut at capacity - 1 bytes) and sets *length to
  * the whole log's length in bytes without the NUL; "" when the last load

@@ -1439,6 +1439,25 @@ class Module {
     return load_c(c_images.data(), c_images.size(), device, options);
   }
 
+  /* accel_module_load_file: the first of the files at `paths` that `device`
+   * (empty: current) takes and builds, each file's format told from its
+   * bytes. Throws Error (its detail names each path and why it was not
+   * used: ACCEL_ERROR_INVALID_ARGUMENT when none could be read,
+   * ACCEL_ERROR_NOT_SUPPORTED when the device takes none of their formats,
+   * ACCEL_ERROR_BUILD_FAILED: see build_log()). */
+  static Module load_file(std::initializer_list<std::string> paths,
+                          std::optional<int> device = {}, const std::string& options = {});
+  static Module load_file(const std::vector<std::string>& paths, std::optional<int> device = {},
+                          const std::string& options = {});
+
+  /* The format of the image this module was loaded from
+   * (accel_module_format). Throws Error. */
+  accel_module_format_t format() const {
+    accel_module_format_t f = ACCEL_MODULE_FORMAT_FORCE_INT32;
+    detail::check(accel_module_format(handle_, &f), "accel_module_format");
+    return f;
+  }
+
   /* The calling thread's last load's build log (accel_module_build_log). */
   static std::string build_log() {
     std::size_t length = 0;
@@ -1489,6 +1508,8 @@ class Module {
                   "accel_module_load");
     return Module(m);
   }
+  static Module load_file_c(const std::string* paths, std::size_t count,
+                            std::optional<int> device, const std::string& options);
   void reset() noexcept {
     if (handle_ == nullptr) return;
     const accel_status_t st = accel_module_unload(std::exchange(handle_, nullptr));

@@ -8,7 +8,9 @@
 #include <accel/accel.h>
 #include <accel/accel_plugin.h>
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Compile-time checks, C99 style (no _Static_assert before C11). */
@@ -31,6 +33,65 @@ static int g_failed;
   } while (0)
 
 static void set_flag(void* p) { *(volatile int*)p = 1; }
+
+/* accel_module_load_file over sim's kernel object (ACCEL_TEST_SIM_KERNELS, the
+ * path meson built it at) and the OpenCL C source (ACCEL_TEST_OPENCL_C), with
+ * missing paths before them. */
+static void check_module_load_file(void) {
+  const char* so = getenv("ACCEL_TEST_SIM_KERNELS");
+  const char* cl = getenv("ACCEL_TEST_OPENCL_C");
+  char missing[4096];
+  char missing2[4096];
+  const char* paths[2];
+  accel_module_t m = NULL;
+  accel_kernel_t k = NULL;
+  accel_module_format_t f = ACCEL_MODULE_FORMAT_FORCE_INT32;
+  CHECK(so != NULL && cl != NULL);
+  if (so == NULL || cl == NULL || strlen(so) + 16 > sizeof missing) return;
+  sprintf(missing, "%s.missing", so);
+  sprintf(missing2, "%s.missing2", so);
+
+  /* The missing file is skipped; the sim object is loaded and says so. */
+  paths[0] = missing;
+  paths[1] = so;
+  CHECK(accel_module_load_file(-1, paths, 2, NULL, &m) == ACCEL_SUCCESS && m != NULL);
+  CHECK(accel_module_format(m, &f) == ACCEL_SUCCESS && f == ACCEL_MODULE_FORMAT_SIM_HOST);
+  CHECK(accel_module_get_kernel(m, "vector_add", &k) == ACCEL_SUCCESS && k != NULL);
+  CHECK(accel_module_format(m, NULL) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_module_unload(m) == ACCEL_SUCCESS);
+  f = ACCEL_MODULE_FORMAT_FORCE_INT32;
+  CHECK(accel_module_format(m, &f) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(f == ACCEL_MODULE_FORMAT_FORCE_INT32);
+  CHECK(accel_module_format(NULL, &f) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(f == ACCEL_MODULE_FORMAT_FORCE_INT32);
+
+  /* Nothing readable: the error names both paths and the reason. */
+  m = NULL;
+  paths[0] = missing;
+  paths[1] = missing2;
+  CHECK(accel_module_load_file(-1, paths, 2, NULL, &m) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(m == NULL);
+  CHECK(strstr(accel_last_error(), missing) != NULL);
+  CHECK(strstr(accel_last_error(), missing2) != NULL);
+  CHECK(strstr(accel_last_error(), strerror(ENOENT)) != NULL);
+
+  /* A file sim does not take: OpenCL C source. */
+  paths[0] = cl;
+  CHECK(accel_module_load_file(-1, paths, 1, NULL, &m) == ACCEL_ERROR_NOT_SUPPORTED);
+  CHECK(m == NULL);
+  CHECK(strstr(accel_last_error(), cl) != NULL);
+  CHECK(strstr(accel_last_error(), "opencl_c") != NULL);
+
+  /* Bad arguments. */
+  paths[0] = so;
+  paths[1] = NULL;
+  CHECK(accel_module_load_file(-1, paths, 1, NULL, NULL) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_module_load_file(-1, NULL, 1, NULL, &m) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_module_load_file(-1, paths, 0, NULL, &m) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_module_load_file(-1, paths, 2, NULL, &m) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_module_load_file(7, paths, 1, NULL, &m) == ACCEL_ERROR_INVALID_DEVICE);
+  CHECK(m == NULL);
+}
 
 int main(void) {
   int32_t prev = -1;
@@ -161,6 +222,8 @@ int main(void) {
   }
   CHECK(accel_get_backend_info(nb, &info) == ACCEL_ERROR_OUT_OF_RANGE);
   CHECK(strcmp(accel_backend_status_name(ACCEL_BACKEND_REJECTED), "rejected") == 0);
+
+  check_module_load_file();
 
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -118,4 +119,29 @@ TEST_CASE("cxx modules: Module is move-only and unloads once", "[modules]") {
   CHECK_FALSE(b);
   CHECK_THROWS_AS(k.attributes(), accel::Error);  // died with its module
   CHECK(accel::device_module_formats() == ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_SIM_HOST));
+}
+
+TEST_CASE("cxx modules: Module::load_file takes the first file the device takes", "[modules]") {
+  const char* so = std::getenv("ACCEL_TEST_SIM_KERNELS");
+  const char* cl = std::getenv("ACCEL_TEST_OPENCL_C");
+  REQUIRE(so != nullptr);
+  REQUIRE(cl != nullptr);
+  const std::string missing = std::string(so) + ".missing";
+  // The OpenCL C source is read but not taken by sim, the missing file is
+  // skipped: the sim object is loaded.
+  accel::Module module = accel::Module::load_file({missing, cl, so});
+  CHECK(module.format() == ACCEL_MODULE_FORMAT_SIM_HOST);
+  CHECK(module.kernel("saxpy").attributes().num_args == 4);
+  const std::vector<std::string> paths{so};
+  CHECK(accel::Module::load_file(paths, 1).format() == ACCEL_MODULE_FORMAT_SIM_HOST);
+  try {
+    (void)accel::Module::load_file({missing, cl});
+    FAIL("load_file of no usable file returned");
+  } catch (const accel::Error& e) {
+    CHECK(e.status() == ACCEL_ERROR_NOT_SUPPORTED);
+    CHECK(std::string(e.what()).find(missing) != std::string::npos);
+    CHECK(std::string(e.what()).find(cl) != std::string::npos);
+  }
+  CHECK_THROWS_AS(accel::Module::load_file({missing}), accel::Error);
+  CHECK_THROWS_AS(accel::Module().format(), accel::Error);
 }

@@ -4,7 +4,8 @@
  * Not a public interface: accel.hpp includes it at its end, once every class
  * it declares is complete; the comments on the declarations in accel.hpp say
  * what each function does. Here: Error's what() text and detail::check(),
- * the Stream members that need Event, DeviceBuffer<T>'s members, and the
+ * the Stream members that need Event, DeviceBuffer<T>'s members,
+ * Module::load_file, and the
  * wrappers that convert a C list or struct (statistics, the snapshot,
  * device properties, the backend list).
  */
@@ -250,6 +251,32 @@ void DeviceBuffer<T>::reset() noexcept {
     return;
   }
   detail::report_status("~DeviceBuffer: accel_free_async", st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modules                                                                    */
+/* ------------------------------------------------------------------------ */
+
+inline Module Module::load_file_c(const std::string* paths, std::size_t count,
+                                  std::optional<int> device, const std::string& options) {
+  std::vector<const char*> c_paths;
+  c_paths.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) c_paths.push_back(paths[i].c_str());
+  accel_module_t m = nullptr;
+  detail::check(accel_module_load_file(detail::c_device(device), c_paths.data(), c_paths.size(),
+                                       options.empty() ? nullptr : options.c_str(), &m),
+                "accel_module_load_file");
+  return Module(m);
+}
+
+inline Module Module::load_file(std::initializer_list<std::string> paths, std::optional<int> device,
+                                const std::string& options) {
+  return load_file_c(paths.begin(), paths.size(), device, options);
+}
+
+inline Module Module::load_file(const std::vector<std::string>& paths, std::optional<int> device,
+                                const std::string& options) {
+  return load_file_c(paths.data(), paths.size(), device, options);
 }
 
 /* ------------------------------------------------------------------------ */
