@@ -320,6 +320,28 @@ void note_kernel_accesses(const accel_kernel_s& k, accel_stream_t stream,
   }
 }
 
+// The block of a launch of `k`: every extent >= 1 and the product within
+// the kernel's max_threads_per_block (when known).
+accel_status_t check_block(const char* fn, const accel_kernel_s& k, accel_dim3_t block) {
+  if (block.x == 0 || block.y == 0 || block.z == 0) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: kernel '{}': block ({}, {}, {}) has a 0 extent (each must be >= 1)", fn,
+                 k.name, block.x, block.y, block.z);
+  }
+  // x * y fits 64 bits; times z may not (2^22 * 2^22 * 2^20 wraps to 0).
+  uint64_t threads = 0;
+  const bool wraps = __builtin_mul_overflow(uint64_t{block.x} * block.y, block.z, &threads);
+  if (k.max_threads_per_block > 0 &&
+      (wraps || threads > static_cast<uint64_t>(k.max_threads_per_block))) [[unlikely]] {
+    return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                 "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
+                 "{} per block on {} device {}",
+                 fn, k.name, block.x, block.y, block.z, threads, k.max_threads_per_block,
+                 k.backend->name, k.device);
+  }
+  return ACCEL_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -589,22 +611,8 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
     }
     const accel_dim3_t grid = config->grid;
     const accel_dim3_t block = config->block;
-    if (block.x == 0 || block.y == 0 || block.z == 0) [[unlikely]] {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: kernel '{}': block ({}, {}, {}) has a 0 extent (each must be >= 1)", fn,
-                   k->name, block.x, block.y, block.z);
-    }
-    // x * y fits 64 bits; times z may not (2^22 * 2^22 * 2^20 wraps to 0).
-    uint64_t threads = 0;
-    const bool wraps = __builtin_mul_overflow(uint64_t{block.x} * block.y, block.z, &threads);
-    if (k->max_threads_per_block > 0 &&
-        (wraps || threads > static_cast<uint64_t>(k->max_threads_per_block))) [[unlikely]] {
-      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
-                   "{}: kernel '{}': block ({}, {}, {}) has {} threads; this kernel allows at most "
-                   "{} per block on {} device {}",
-                   fn, k->name, block.x, block.y, block.z, threads, k->max_threads_per_block,
-                   b.name, k->device);
-    }
+    if (auto st = check_block(fn, *k, block); st != ACCEL_SUCCESS) [[unlikely]]
+      return st;
     // A kernel without parameters launched without arguments (the launch
     // overhead benchmark's case) has nothing to check: no call.
     if (num_args != 0 || !k->params_known || !k->params.empty()) {

@@ -377,6 +377,18 @@ TEST_CASE("fork while another thread allocates: the child neither hangs nor sees
 
 // --- 3. streams destroyed while their memory is still in use ---------------
 
+// Host memory a copy queued behind a gate writes: registered, since a copy
+// into pageable memory returns only once it has completed (CUDA's rule).
+struct RegisteredHost {
+  void* p;
+  RegisteredHost(void* ptr, size_t bytes) : p(ptr) {
+    ok(accel_host_register(ptr, bytes, 0), "accel_host_register");
+  }
+  ~RegisteredHost() { accel_host_unregister(p); }
+  RegisteredHost(const RegisteredHost&) = delete;
+  RegisteredHost& operator=(const RegisteredHost&) = delete;
+};
+
 TEST_CASE("a destroyed stream's memory is not handed out while its work is queued",
           "[stream-destroy]") {
   Watchdog dog("stream-destroy", 60s);
@@ -392,6 +404,7 @@ TEST_CASE("a destroyed stream's memory is not handed out while its work is queue
   void* p = nullptr;
   ok(accel_malloc_async(n, s, &p), "accel_malloc_async p");
   std::vector<unsigned char> host(n, 0);
+  RegisteredHost host_registered(host.data(), n);
   ok(accel_memset_async(p, 0xAA, n, s), "accel_memset_async p");
   ok(accel_memcpy_async(host.data(), p, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s), "memcpy p");
   // r: a block of the default stream that s reads: named with record_stream.
@@ -400,6 +413,7 @@ TEST_CASE("a destroyed stream's memory is not handed out while its work is queue
   ok(accel_memset_async(r, 0x33, n, def), "accel_memset_async r");
   ok(accel_record_stream(r, s), "accel_record_stream");
   std::vector<unsigned char> host_r(n, 0);
+  RegisteredHost host_r_registered(host_r.data(), n);
   ok(accel_memcpy_async(host_r.data(), r, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s), "memcpy r");
   // Frees of other threads race with the destroy (which blocks on the gate).
   accel_status_t free_st = ACCEL_ERROR_INTERNAL, destroy_st = ACCEL_ERROR_INTERNAL;
@@ -538,8 +552,7 @@ TEST_CASE("calls racing their stream's destroy file nothing under the dead strea
 // A thread that allocates in a tight loop with the history on grows the
 // snapshot between any two calls: query-then-fetch must still take exactly
 // two calls (accel.h, accel_memory_snapshot), not a retry loop it can lose.
-TEST_CASE("query-then-fetch of a snapshot takes two calls under allocation",
-          "[snapshot-bounded]") {
+TEST_CASE("query-then-fetch of a snapshot takes two calls under allocation", "[snapshot-bounded]") {
   Watchdog dog("snapshot-bounded", 60s);
   ok(accel_record_memory_history(1000), "accel_record_memory_history");
   std::atomic<bool> stop{false};
@@ -793,6 +806,7 @@ TEST_CASE("backend:native: free_async waits for its stream, record_stream is a n
   Gate gate;
   ok(accel_launch_host_func(s, Gate::fn, &gate), "accel_launch_host_func");
   std::vector<unsigned char> host(n, 0);
+  RegisteredHost host_registered(host.data(), n);
   ok(accel_memset_async(p, 0x5A, n, s), "accel_memset_async");
   ok(accel_memcpy_async(host.data(), p, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s), "memcpy");
   accel_status_t st = ACCEL_ERROR_INTERNAL;

@@ -667,7 +667,7 @@ TEST_CASE("modules: unloading while another thread launches", "[modules][threads
 // passes everywhere); any other backend either refuses it, with the message
 // the core or the backend gives, or runs it correctly. Each refused launch
 // queues nothing.
-TEST_CASE("modules: portable refusals (argument types, local memory with shared bytes)",
+TEST_CASE("modules: portable refusals (argument types and local memory with shared bytes)",
           "[modules]") {
   ThreadStateGuard guard;
   if (!has_modules("portable refusals")) return;

@@ -394,7 +394,7 @@ TEST_CASE("memory::stats: torch's names and what one allocation adds", "[cxx][me
   }
 }
 
-TEST_CASE("memory::stats: a lookup of a name no statistic has throws, naming it",
+TEST_CASE("memory::stats: a lookup of a name no statistic has throws and names it",
           "[cxx][memory][stats]") {
   const auto all = accel::memory::stats(0);
   CHECK(all["allocated_bytes.all.current"] == all.at("allocated_bytes.all.current"));
@@ -410,7 +410,7 @@ TEST_CASE("memory::stats: a lookup of a name no statistic has throws, naming it"
   CHECK_THROWS_AS(host["num_host_allocs"], std::out_of_range);
 }
 
-TEST_CASE("memory_stats: reserved and peak reserved bytes, as torch.cuda.memory_reserved",
+TEST_CASE("memory_stats: reserved and peak reserved bytes as torch.cuda.memory_reserved",
           "[cxx][memory][stats]") {
   accel::Stream s = accel::Stream::create(0);
   accel::memory::empty_cache(0);

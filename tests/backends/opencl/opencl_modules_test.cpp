@@ -571,7 +571,10 @@ TEST_CASE("modules: a launch waits for a host function before it in the stream",
     accel_kernel_t k = kernel_of(m, "saxpy");
     const uint32_t n = 256;
     float alpha = 3.0f;
-    std::vector<float> x(n, 0.0f);  // filled by the host function
+    // Filled by the host function, so registered: a copy from pageable
+    // memory reads its source before accel_memcpy_async returns.
+    std::vector<float> x(n, 0.0f);
+    REQUIRE_OK(accel_host_register(x.data(), n * sizeof(float), 0));
     const auto y = floats(n, 1.0f, 0.0f);
     void* dx = nullptr;
     REQUIRE_OK(accel_malloc(d, n * sizeof(float), &dx));
@@ -609,6 +612,7 @@ TEST_CASE("modules: a launch waits for a host function before it in the stream",
       if (std::fabs(out[i] - (3.0f * (static_cast<float>(i) + 0.5f) + y[i])) > 1e-4f * (1 + y[i]))
         ++bad;
     CHECK(bad == 0);
+    REQUIRE_OK(accel_host_unregister(x.data()));
     REQUIRE_OK(accel_free(dx));
     REQUIRE_OK(accel_free(dy));
     REQUIRE_OK(accel_module_unload(m));

@@ -452,7 +452,7 @@ TEST_CASE("sim modules: arguments are copied at launch", "[sim-modules]") {
   CHECK(out.download(s.s) == std::vector<uint32_t>{11, 22, 33});
 }
 
-TEST_CASE("sim modules: local memory layout, and no shared bytes beside local parameters",
+TEST_CASE("sim modules: local memory layout and no shared bytes beside local parameters",
           "[sim-modules]") {
   require_sim();
   Module mod(0, image_of(sim_test_module_valid, sim_test_module_valid_size));
@@ -482,7 +482,7 @@ TEST_CASE("sim modules: local memory layout, and no shared bytes beside local pa
   }
 }
 
-TEST_CASE("sim modules: parameter types from the table, and version 1 tables without them",
+TEST_CASE("sim modules: parameter types from the table and version 1 tables without them",
           "[sim-modules]") {
   require_sim();
   Stream s;
