@@ -242,6 +242,7 @@ accel_status_t accel_stream_from_native(int32_t device, const accel_native_handl
     s->priority = 0;
     s->is_default = false;
     s->borrowed = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) == 0;
+    s->from_native = true;
     s->native = plugin_stream;
     s->magic.store(kStreamMagic, std::memory_order_release);
     *stream = s;

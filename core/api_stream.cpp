@@ -212,6 +212,7 @@ accel_status_t accel_stream_create(int32_t device, int32_t priority, accel_strea
     s->priority = clamped;
     s->is_default = false;
     s->borrowed = false;
+    s->from_native = false;
     s->native = native;
     s->magic.store(kStreamMagic, std::memory_order_release);
     *stream = s;

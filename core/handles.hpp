@@ -41,6 +41,11 @@ struct accel_stream_s {
   // made otherwise owns its queue (accel_stream_from_native refuses to
   // take a queue such a stream owns).
   bool borrowed = false;
+  // Made by accel_stream_from_native (borrowed or owning): the stream
+  // sanitizer asks such a stream's vendor queue, to order it with the
+  // stream it wraps; it never asks other streams (a query can change a
+  // backend's mode: level_zero treats an exported list as shared).
+  bool from_native = false;
   accel_plugin_stream_t native = nullptr;
   accel_stream_s* next_free = nullptr;
   // Counts host-function launches on this stream; an event record keeps the

@@ -263,6 +263,7 @@ accel_status_t default_stream(Backend& b, int32_t device, accel_stream_s*& out) 
   s->backend = &b;
   s->device = device;
   s->is_default = true;
+  s->from_native = false;
   s->native = native;
   s->magic.store(kStreamMagic, std::memory_order_release);
   ds.default_stream.store(s, std::memory_order_release);

@@ -96,12 +96,16 @@ State& state() {
   return s;
 }
 
-// The vendor queue behind `stream` (a quick plugin call that never waits),
-// else the plugin's stream.
+// The vendor queue behind `stream`, where the core knows it (a handle
+// handed out, or a stream made from a native queue, whose plugin is asked:
+// a quick call that never waits), else the plugin's stream. Streams accel
+// made are not asked: the query can change a backend's mode (level_zero
+// marks the list exported). A wrapped queue was handed out first, so its
+// owner's handle is cached and both map to one queue.
 const void* queue_of(const accel_stream_s& stream) {
   if (stream.native_cached.load(std::memory_order_acquire)) return stream.native_handle.handle;
   const Backend& b = *stream.backend;
-  if (b.api.stream_native_handle != nullptr) {
+  if (stream.from_native && b.api.stream_native_handle != nullptr) {
     accel_native_handle_t h{};
     h.struct_size = sizeof h;
     h.ordinal = -1;
