@@ -1864,6 +1864,14 @@ void op_memcpy(Input& in) {
     }
   }
   if (host_unsafe) return;  // never hand the library an undersized host buffer
+  auto in_heap = [&](const void* p) {
+    auto v = reinterpret_cast<uintptr_t>(p);
+    auto b = reinterpret_cast<uintptr_t>(G.heap.data());
+    return v >= b && v < b + G.heap.size();
+  };
+  // A pageable copy may wait for its stream (staged H2D waits when the ring
+  // is full; D2H and large H2D always do).
+  if ((!dst_dev && in_heap(dst)) || (!src_dev && in_heap(src))) release_gates();
   if (expect(accel_memcpy_async(dst, src, bytes, kind, s), ok) != ACCEL_SUCCESS || bytes == 0)
     return;
   const uint64_t serial = stream_serial_of(s);
@@ -2512,6 +2520,13 @@ void global_init() {
   for (size_t i = 0; i < kHostBuf; ++i) G.pattern[i] = static_cast<uint8_t>((i * 131u) ^ (i >> 9));
   G.sink.assign(kHostBuf, 0);
   G.heap.assign(kHostBuf, 0);
+  // sink and pattern are registered, so copies with them stay asynchronous
+  // on a gated stream; heap stays pageable, and a copy with it waits for its
+  // stream (accel.h's pageable rule), so op_memcpy opens the gates first.
+  FZ_CHECK(accel_host_register(G.sink.data(), G.sink.size(), 0) == ACCEL_SUCCESS,
+           "register the sink buffer");
+  FZ_CHECK(accel_host_register(G.pattern.data(), G.pattern.size(), 0) == ACCEL_SUCCESS,
+           "register the pattern buffer");
   G.ready = true;
 }
 
