@@ -204,7 +204,7 @@ void host_calls(void* p) {
 }
 }  // namespace
 
-TEST_CASE("host function: accel_malloc on a full device, empty_cache, free_async", "[hostfn]") {
+TEST_CASE("host function: accel_malloc on a full device; empty_cache; free_async", "[hostfn]") {
   Watchdog dog("hostfn", 60s);
   size_t total = device_memory_size(0);
   size_t bytes = total / 4;
@@ -585,7 +585,7 @@ TEST_CASE("query-then-fetch of a snapshot takes two calls under allocation",
 
 // --- 4. misuse changes nothing ----------------------------------------------
 
-TEST_CASE("double free, inner pointers, freed memory: clear errors, no change", "[misuse]") {
+TEST_CASE("double free; inner pointers; freed memory: clear errors; no change", "[misuse]") {
   Watchdog dog("misuse", 60s);
   accel_stream_t other = nullptr;
   ok(accel_current_stream(1, &other), "accel_current_stream(1)");
@@ -780,7 +780,7 @@ TEST_CASE("backend:native: device sizes near SIZE_MAX are refused and change not
   CHECK(stats(0)["allocated_bytes.all.current"] == before);
 }
 
-TEST_CASE("backend:native: free_async waits for its stream, record_stream is a no-op", "[native]") {
+TEST_CASE("backend:native: free_async waits for its stream; record_stream is a no-op", "[native]") {
   Watchdog dog("native", 60s);
   REQUIRE(std::string(accel_get_allocator_backend()) == "native");
   const size_t n = 1u << 16;

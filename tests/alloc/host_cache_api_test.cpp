@@ -278,7 +278,7 @@ TEST_CASE("A block freed while a copy uses it is not reused before the copy is d
     ok(accel_host_free(b), "accel_host_free");
     ok(accel_host_free(back), "accel_host_free");
   }
-  SECTION("empty_host_cache waits for the copy, then returns the block") {
+  SECTION("empty_host_cache waits for the copy; then returns the block") {
     void* a = host_malloc(kN);
     std::memset(a, 0x11, kN);
     Gate gate;

@@ -64,7 +64,7 @@ TEST_CASE("set_device_index: valid / negative no-op / out of range", "[devices]"
     ACCEL_CHECK_OK(accel_set_device_index(INT32_MIN));
     CHECK(accel_current_device_index() == last);
   }
-  SECTION("index == count is INVALID_DEVICE, names the range, changes nothing") {
+  SECTION("index == count is INVALID_DEVICE; names the range; changes nothing") {
     ACCEL_CHECK_STATUS(accel_set_device_index(n), ACCEL_ERROR_INVALID_DEVICE);
     CHECK(accel_current_device_index() == last);
     std::string msg = accel_last_error();
@@ -97,7 +97,7 @@ TEST_CASE("exchange_device returns the previous index and restores", "[devices]"
     CHECK(prev == 0);
     CHECK(accel_current_device_index() == 0);
   }
-  SECTION("out of range: INVALID_DEVICE, *previous and current untouched") {
+  SECTION("out of range: INVALID_DEVICE; *previous and current untouched") {
     prev = -7;
     ACCEL_CHECK_STATUS(accel_exchange_device(n, &prev), ACCEL_ERROR_INVALID_DEVICE);
     CHECK(prev == -7);
@@ -154,7 +154,7 @@ TEST_CASE("maybe_exchange_device returns the index current before the call", "[d
   SECTION("NULL previous") {
     ACCEL_CHECK_STATUS(accel_maybe_exchange_device(0, nullptr), ACCEL_ERROR_INVALID_ARGUMENT);
   }
-  SECTION("switch and restore over two devices (previous, not new, index)") {
+  SECTION("switch and restore over two devices (previous; not new; index)") {
     if (need_devices(2)) {
       ACCEL_REQUIRE_OK(accel_maybe_exchange_device(1, &prev));
       CHECK(prev == 0);  // PyTorch's CUDA implementation returns 1 here: a bug

@@ -89,7 +89,7 @@ TEST_CASE("record / query / synchronize follow the stream's work", "[events]") {
     ACCEL_REQUIRE_OK(accel_event_record(e, globals().default_streams[d]));
     ACCEL_CHECK_OK(event_synchronize(e));
   }
-  SECTION("once the stream's last record completed, the stream is idle") {
+  SECTION("once the stream's last record completed; the stream is idle") {
     // The event completes when all work before it has; nothing is queued
     // after it, so the stream must answer SUCCESS at once (no window where
     // the record is done but the stream still counts it as running).

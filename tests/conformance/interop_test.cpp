@@ -435,7 +435,7 @@ TEST_CASE("copies between devices", "[interop]") {
     ACCEL_REQUIRE_OK(stream_synchronize(sa));
     CHECK(b_contents() == data);
   }
-  SECTION("DEVICE_TO_DEVICE between devices, on the destination's stream") {
+  SECTION("DEVICE_TO_DEVICE between devices; on the destination's stream") {
     accel_stream_t sb = globals().default_streams[b];
     ACCEL_REQUIRE_OK(stream_synchronize(sa));
     ACCEL_REQUIRE_OK(accel_memcpy_async(mb.get(), ma.get(), n, ACCEL_MEMCPY_DEVICE_TO_DEVICE, sb));

@@ -578,7 +578,7 @@ TEST_CASE("Stream: wait for an event and for another stream", "[cxx][stream][eve
     consumer.wait(consumer);  // waiting on itself is a no-op
   }
 
-  SECTION("streams of different devices: ordered or refused, as the backend declares") {
+  SECTION("streams of different devices: ordered or refused; as the backend declares") {
     // The C API orders work across devices of a backend that declares
     // ACCEL_CAP_CROSS_DEVICE_WAIT (sim does) and refuses it otherwise.
     std::uint32_t caps = 0;
@@ -615,7 +615,7 @@ TEST_CASE("Stream: launch_host_func with any callable", "[cxx][stream][hostfn]")
   reset_thread_state();
   accel::Stream s = accel::Stream::create(1);
 
-  SECTION("move-only callables run once, in order, and are deleted after") {
+  SECTION("move-only callables run once; in order; and are deleted after") {
     auto token = std::make_shared<int>(0);
     std::vector<int> seen;
     std::mutex mu;
@@ -696,7 +696,7 @@ TEST_CASE("StreamGuard sets and restores the current stream and device", "[cxx][
   CHECK(accel::Stream::current(1).handle() == def1);
   CHECK(accel::Stream::current(0).handle() == def0);
 
-  SECTION("restores while an exception unwinds, nested") {
+  SECTION("restores while an exception unwinds; nested") {
     accel::Stream s0 = accel::Stream::create(0);
     accel::Stream s1b = accel::Stream::create(1);
     try {
@@ -875,7 +875,7 @@ TEST_CASE("DeviceBuffer: round trip through std::span", "[cxx][memory]") {
     CHECK(out == in);
   }
 
-  SECTION("std::span arguments, also temporaries of one") {
+  SECTION("std::span arguments; also temporaries of one") {
     accel::Stream s = accel::Stream::create(0);
     std::vector<std::int32_t> in(64);
     std::iota(in.begin(), in.end(), 1);
@@ -1015,7 +1015,7 @@ TEST_CASE("interop: native handles and pinned memory and peer copies and attribu
     wrapper.synchronize();
     CHECK(out == in);
   }
-  SECTION("HostBuffer is pinned, converts to HostSpan, frees itself") {
+  SECTION("HostBuffer is pinned; converts to HostSpan; frees itself") {
     accel::HostBuffer<float> pinned(4096);
     REQUIRE(pinned.size() == 4096);
     std::iota(pinned.begin(), pinned.end(), 0.5f);
@@ -1035,7 +1035,7 @@ TEST_CASE("interop: native handles and pinned memory and peer copies and attribu
     CHECK(moved.data() == raw);
     CHECK(back.data() == nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
   }
-  SECTION("DeviceBuffer copies with offsets and counts, across devices") {
+  SECTION("DeviceBuffer copies with offsets and counts; across devices") {
     std::vector<int> in(64), out(64, 0);
     std::iota(in.begin(), in.end(), 100);
     accel::DeviceBuffer<int> a(64, 0), b(64, 1);

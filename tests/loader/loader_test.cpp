@@ -137,7 +137,7 @@ TEST_CASE("every hostile item is reported with its fault", "[hostile]") {
     if (!ex.name.empty()) CHECK(hit->name == ex.name);
   }
 
-  SECTION("the symlink is reported under its resolved path, never its own") {
+  SECTION("the symlink is reported under its resolved path; never its own") {
     const std::string link = g_corpus.dir + "/accel-zz-symlink.so";
     for (const auto& e : es) CHECK(e.path != link);
   }
@@ -149,7 +149,7 @@ TEST_CASE("every hostile item is reported with its fault", "[hostile]") {
     }
   }
   SECTION("the unreadable plugin was not loaded") { CHECK(find_by_name(es, "unread") == nullptr); }
-  SECTION("discovery order: path entries in order, files sorted by name") {
+  SECTION("discovery order: path entries in order; files sorted by name") {
     const char* order[] = {"abi-major",  "dup-a",      "dup-b",   "init-fail",     "no-entry",
                            "notelf",     "null-entry", "null-op", "small-vtable",  "tiny",
                            "unreadable", "relative",   "missing", "world-writable"};

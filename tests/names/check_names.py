@@ -10,6 +10,11 @@ usage:
   check_names.py list PROGRAM [ARG...] [--program PROGRAM [ARG...]]...
       Lists each program's test cases (--list-test-names-only) and fails if
       any name contains a comma.
+  check_names.py sources TESTS_DIR
+      Reads every TEST_CASE and SECTION name in TESTS_DIR's C++ sources
+      (adjacent string literals joined), so programs no list names and
+      sections (a -c filter splits on commas too) are covered; fails on a
+      comma in any of them.
   check_names.py run-one NAME PROGRAM [ARG...]
       Runs PROGRAM ARG... NAME and checks that exactly one test case ran,
       the one called NAME, and passed.
@@ -80,7 +85,30 @@ def run_one(name, command):
     return 1 if problems else 0
 
 
+NAMED = re.compile(r'\b(TEST_CASE|SECTION)\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
+LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def check_sources(root):
+    from pathlib import Path
+    bad, count = [], 0
+    for path in sorted(Path(root).rglob("*.cpp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in NAMED.finditer(text):
+            count += 1
+            name = "".join(LITERAL.findall(m.group(2)))
+            if "," in name:
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(f"{path}:{line}: {m.group(1)} \"{name}\"")
+    print(f"check_names: {count} TEST_CASE and SECTION names read")
+    for b in bad:
+        print(f"check_names: FAILED: a comma in a test name: {b}")
+    return 1 if bad or count == 0 else 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "sources":
+        return check_sources(sys.argv[2])
     if len(sys.argv) >= 3 and sys.argv[1] == "list":
         return check_list(sys.argv[2:])
     if len(sys.argv) >= 4 and sys.argv[1] == "run-one":

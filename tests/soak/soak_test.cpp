@@ -397,7 +397,7 @@ void setup_devices() {
 
 }  // namespace
 
-TEST_CASE("soak: random API traffic from many threads, every result checked", "[soak]") {
+TEST_CASE("soak: random API traffic from many threads; every result checked", "[soak]") {
   const char* e = std::getenv("SOAK_SECONDS");
   const double seconds = e != nullptr ? std::atof(e) : 5;
   e = std::getenv("SOAK_SEED");

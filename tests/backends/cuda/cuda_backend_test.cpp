@@ -695,7 +695,7 @@ TEST_CASE("a wrapped CUstream: ownership decides who destroys it", "[interop]") 
   const long long live = fake_count("streams");
   const accel_native_handle_t n = cuda_stream_handle(mine);
 
-  SECTION("borrowed: the wrapper goes, the CUstream stays the program's") {
+  SECTION("borrowed: the wrapper goes; the CUstream stays the program's") {
     accel_stream_t w = nullptr;
     REQUIRE_OK(accel_stream_from_native(dev, &n, 0, &w));
     CHECK(native_of(w).handle == static_cast<void*>(mine));

@@ -225,7 +225,7 @@ TEST_CASE("the five kernels run from nvcc's PTX; results checked", "[modules]") 
   accel_stream_t s = nullptr;
   REQUIRE_OK(accel_stream_create(0, 0, &s));
 
-  SECTION("attributes: the driver's limits, the warp, the parameters") {
+  SECTION("attributes: the driver's limits; the warp; the parameters") {
     const std::pair<const char*, int32_t> kernels[] = {
         {"vector_add", 4}, {"saxpy", 4}, {"reduce_sum", 3}, {"index_3d", 3}, {"empty", 0}};
     for (const auto& [name, params] : kernels) {
@@ -245,11 +245,11 @@ TEST_CASE("the five kernels run from nvcc's PTX; results checked", "[modules]") 
     CHECK(kernel(m, "saxpy") == kernel(m, "saxpy"));
   }
 
-  SECTION("vector_add, with a partial last block") {
+  SECTION("vector_add; with a partial last block") {
     vector_add_checked(kernel(m, "vector_add"), 0, s, 1000);
   }
 
-  SECTION("saxpy: one fused multiply-add per element, as nvcc emits it") {
+  SECTION("saxpy: one fused multiply-add per element; as nvcc emits it") {
     const uint32_t n = 777;
     const float alpha = 2.5f;
     const std::vector<float> x = ramp(n, 0.25f, -7.0f), y = ramp(n, -1.5f, 3.0f);
@@ -276,7 +276,7 @@ TEST_CASE("the five kernels run from nvcc's PTX; results checked", "[modules]") 
     CHECK(dpartial.read<float>(s) == block_sums(in, block, blocks));
   }
 
-  SECTION("index_3d in one, two and three dimensions") {
+  SECTION("index_3d in one; two and three dimensions") {
     accel_kernel_t k = kernel(m, "index_3d");
     index_3d_checked(k, s, {5, 1, 1}, {32, 1, 1});
     index_3d_checked(k, s, {3, 2, 1}, {4, 5, 1});

@@ -149,7 +149,7 @@ TEST_CASE("/proc/driver/nvidia/gpus listing", "[proc]") {
     CHECK(g.uuids[1] == "GPU-22222222-0000");
     auto v = resolve_visible_devices("GPU-2222", g.count, g.uuids);
     CHECK(v.physical == V{1});
-    SECTION("a GPU without a UUID line: UUIDs unknown, count still right") {
+    SECTION("a GPU without a UUID line: UUIDs unknown; count still right") {
       std::string dir = root + "/0000:c1:00.0";
       REQUIRE(mkdir(dir.c_str(), 0700) == 0);
       std::ofstream(dir + "/information") << "Model: \t\t NVIDIA Fake\n";

@@ -571,7 +571,7 @@ TEST_CASE("interop: native stream handles ordered with accel both ways", "[inter
   REQUIRE(accel_malloc(1, n, &mem) == ACCEL_SUCCESS);
   std::vector<unsigned char> back(n, 0);
 
-  SECTION("accel copy, HIP fill on the exported queue, accel copy") {
+  SECTION("accel copy; HIP fill on the exported queue; accel copy") {
     REQUIRE(accel_memcpy_async(mem, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s) ==
             ACCEL_SUCCESS);
     REQUIRE(hip_memset(mem, 0x5A, 16, q) == hipSuccess);
@@ -581,7 +581,7 @@ TEST_CASE("interop: native stream handles ordered with accel both ways", "[inter
     CHECK(std::all_of(back.begin(), back.begin() + 16, [](unsigned char c) { return c == 0x5A; }));
     CHECK(std::equal(back.begin() + 16, back.end(), data.begin() + 16));
   }
-  SECTION("HIP sees accel's pending work, accel sees HIP's") {
+  SECTION("HIP sees accel's pending work; accel sees HIP's") {
     Gate accel_gate;
     REQUIRE(accel_launch_host_func(s, Gate::fn, &accel_gate) == ACCEL_SUCCESS);
     accel_gate.wait_reached();

@@ -206,7 +206,7 @@ TEST_CASE("modules: the AMD code object loads and its kernels compute", "[module
   put(dx.p, x, s.s);
   put(dy.p, y, s.s);
 
-  SECTION("vector_add (1-D), its attributes and its argument buffer") {
+  SECTION("vector_add (1-D); its attributes and its argument buffer") {
     accel_kernel_t add = kernel(l.module, "vector_add");
     accel_kernel_attributes_t a;
     std::memset(&a, 0, sizeof a);
@@ -274,7 +274,7 @@ TEST_CASE("modules: the AMD code object loads and its kernels compute", "[module
     check("shared_bytes");
   }
 
-  SECTION("index_3d over 1-D, 2-D and 3-D grids") {
+  SECTION("index_3d over 1-D; 2-D and 3-D grids") {
     accel_kernel_t index = kernel(l.module, "index_3d");
     const accel_dim3_t shapes[][2] = {{{40, 1, 1}, {2, 1, 1}},
                                       {{3, 5, 1}, {4, 2, 1}},
@@ -374,7 +374,7 @@ TEST_CASE("modules: images hip cannot load are refused with the reason", "[modul
     CHECK(l.status == ACCEL_ERROR_INVALID_ARGUMENT);
     CHECK(has(l.error, "offload bundle"));
   }
-  SECTION("code for another GPU: BUILD_FAILED, and the next image is tried") {
+  SECTION("code for another GPU: BUILD_FAILED; and the next image is tried") {
     if (hip_test_gfx1030_size == 0) {
       accel_test::skipf("no gfx1030 code object in this build (hipcc not found)");
       return;

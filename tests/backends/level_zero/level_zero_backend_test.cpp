@@ -502,7 +502,7 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
   REQUIRE_OK(accel_malloc(0, n, &d));
   auto* dev = static_cast<unsigned char*>(d);
 
-  SECTION("accel, then the program, then accel: one order") {
+  SECTION("accel; then the program; then accel: one order") {
     std::vector<unsigned char> out(n, 0);
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
     z.close_gate_on(list);
@@ -519,7 +519,7 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
     CHECK(out == want);
     CHECK(becomes_idle(s));
   }
-  SECTION("the program's commands last: synchronize, device synchronize, query, events") {
+  SECTION("the program's commands last: synchronize; device synchronize; query; events") {
     void* pinned = nullptr;
     REQUIRE_OK(accel_host_malloc(n, 0, &pinned));
     REQUIRE_OK(accel_memcpy_async(d, in.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, s));
@@ -638,7 +638,7 @@ TEST_CASE("streams from the program's own immediate command lists",
     CHECK(z.zeCommandListDestroy(list) == ZE_RESULT_SUCCESS);
     CHECK(z.live_lists() == lists - 1);
   }
-  SECTION("owned: destroying the wrapper destroys the list, after its work") {
+  SECTION("owned: destroying the wrapper destroys the list; after its work") {
     ze_command_list_handle_t list = z.make_list(0);
     const int lists = z.live_lists();
     h.handle = list;

@@ -341,7 +341,7 @@ TEST_CASE("ACCEL_OPENCL_DEVICE_TYPE=gpu over PoCL: no_devices naming the filter"
   CHECK(has(accel_selection_reason(), "opencl"));  // ACCEL_BACKEND=opencl has no device
 }
 
-TEST_CASE("ACCEL_OPENCL_DEVICE_TYPE takes a list, in any case, with blanks", "[type-list]") {
+TEST_CASE("ACCEL_OPENCL_DEVICE_TYPE takes a list; in any case; with blanks", "[type-list]") {
   Info i = ocl_info();
   INFO("reason: " << i.reason);
   REQUIRE(i.status == ACCEL_BACKEND_AVAILABLE);
@@ -539,7 +539,7 @@ TEST_CASE("interop: a host function holds back what the program enqueues on the 
   REQUIRE_OK(accel_stream_destroy(s));
 }
 
-TEST_CASE("interop: accel's query, events and synchronize cover the program's own commands",
+TEST_CASE("interop: accel's query; events and synchronize cover the program's own commands",
           "[interop]") {
   // A barrier on a user event the test completes: program work that cannot
   // finish until the test says so (user events hang on PoCL's basic device).
@@ -909,7 +909,7 @@ TEST_CASE("interop: device attributes are what clGetDeviceInfo says", "[interop]
   }
 }
 
-TEST_CASE("interop: copies between the two PoCL devices, staged and in stream order", "[interop]") {
+TEST_CASE("interop: copies between the two PoCL devices; staged and in stream order", "[interop]") {
   if (accel_device_count() < 2) return;
   const int32_t a = device_named("basic"), b = device_named("pthread");
   REQUIRE(a >= 0);
@@ -939,7 +939,7 @@ TEST_CASE("interop: copies between the two PoCL devices, staged and in stream or
     return back;
   };
 
-  SECTION("on the source's stream, right after the source was written") {
+  SECTION("on the source's stream; right after the source was written") {
     const auto data = bytes_from(n, 21);
     REQUIRE_OK(accel_memcpy_async(ma, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, sa));
     REQUIRE_OK(accel_memcpy_peer_async(mb, b, ma, a, n, sa));
@@ -947,7 +947,7 @@ TEST_CASE("interop: copies between the two PoCL devices, staged and in stream or
     REQUIRE_OK(accel_stream_wait_event(sb, ea));
     CHECK(b_contents() == data);
   }
-  SECTION("on the destination's stream, after a wait on the source's") {
+  SECTION("on the destination's stream; after a wait on the source's") {
     const auto data = bytes_from(n, 33);
     REQUIRE_OK(accel_memcpy_async(ma, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, sa));
     REQUIRE_OK(accel_event_record(ea, sa));
@@ -955,7 +955,7 @@ TEST_CASE("interop: copies between the two PoCL devices, staged and in stream or
     REQUIRE_OK(accel_memcpy_peer_async(mb, b, ma, a, n, sb));
     CHECK(b_contents() == data);
   }
-  SECTION("DEVICE_TO_DEVICE between the devices, then OpenCL on the destination's queue") {
+  SECTION("DEVICE_TO_DEVICE between the devices; then OpenCL on the destination's queue") {
     const auto data = bytes_from(n, 45);
     REQUIRE_OK(accel_memcpy_async(ma, data.data(), n, ACCEL_MEMCPY_HOST_TO_DEVICE, sa));
     REQUIRE_OK(accel_stream_synchronize(sa));
