@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "accel/accel_plugin.h"
+#include "accel/accel_plugin_helpers.hpp"
 
 // Discovery and devices: the lifecycle members after init and before the
 // current device.
@@ -128,17 +129,49 @@ inline accel_status_t set_native_handle(accel_native_handle_t* out, accel_native
   return ACCEL_SUCCESS;
 }
 
-// A peer operation's two devices through the backend's own device_at (its
-// Device and its index checks): ACCEL_SUCCESS, or the first failure's status
-// (device_at has set the error).
-template <typename Device>
-accel_status_t device_pair(accel_status_t (*device_at)(int32_t, Device*&) noexcept, int32_t device,
-                           int32_t peer, Device*& a, Device*& b) noexcept {
-  if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-  return device_at(peer, b);
+// The frame of a peer operation: guarded(), both indices checked by the
+// backend's device_at (the first failure's status returned, device_at has
+// set the error), then body(Device* device, Device* peer).
+template <typename Device, typename Body>
+accel_status_t on_device_pair(const char* op,
+                              accel_status_t (*device_at)(int32_t, Device*&) noexcept,
+                              int32_t device, int32_t peer, Body&& body) noexcept {
+  return accel::plugin::guarded(op, [&]() -> accel_status_t {
+    Device *a = nullptr, *b = nullptr;
+    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
+    if (accel_status_t st = device_at(peer, b); st != ACCEL_SUCCESS) return st;
+    return body(a, b);
+  });
+}
+
+// The frame of an operation on one device: guarded() (an exception becomes
+// a status, nothing unwinds into the core), the index checked by the
+// backend's device_at (its status returned, the error set), then
+// body(Device*), whose status is the operation's.
+template <typename Device, typename Body>
+accel_status_t on_device(const char* op, accel_status_t (*device_at)(int32_t, Device*&) noexcept,
+                         int32_t device, Body&& body) noexcept {
+  return accel::plugin::guarded(op, [&]() -> accel_status_t {
+    Device* d = nullptr;
+    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+    return body(d);
+  });
 }
 
 }  // namespace accel::backend
+
+// Declares on_device(op, device, body) and on_device_pair(op, device, peer,
+// body) in a backend's namespace: the frames above with its device_at.
+#define ACCEL_BACKEND_DEVICE_FRAMES(device_at)                                     \
+  template <typename Body>                                                         \
+  accel_status_t on_device(const char* op, int32_t device, Body&& body) noexcept { \
+    return ::accel::backend::on_device(op, device_at, device, body);               \
+  }                                                                                \
+  template <typename Body>                                                         \
+  accel_status_t on_device_pair(const char* op, int32_t device, int32_t peer,      \
+                                Body&& body) noexcept {                            \
+    return ::accel::backend::on_device_pair(op, device_at, device, peer, body);    \
+  }
 
 // `.member = op_<member>,` inside the vtable's initializer.
 #define ACCEL_BACKEND_VTABLE_OP(member) .member = op_##member,

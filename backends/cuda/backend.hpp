@@ -216,6 +216,9 @@ struct Device {
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
 
+// on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
+ACCEL_BACKEND_DEVICE_FRAMES(device_at)
+
 // The plugin's index of the device whose CUdevice is `ordinal` (a
 // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL); ACCEL_ERROR_INVALID_ARGUMENT when
 // it is none of the plugin's devices.

@@ -144,9 +144,7 @@ accel_status_t op_lazy_init() {
 }
 
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
-  return guarded("get_device_properties", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_properties", device, [&](Device* d) -> accel_status_t {
     Driver& drv = driver();
     const CUdevice dev = d->dev;
     ACCEL_CU_TRY(cuDeviceGetName, (props->name, static_cast<int>(sizeof props->name), dev));
@@ -204,9 +202,7 @@ accel_status_t op_get_current_device(int32_t* device) {
 }
 
 accel_status_t op_set_current_device(int32_t device, uint32_t flags) {
-  return guarded("set_current_device", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("set_current_device", device, [&](Device* d) -> accel_status_t {
     if ((flags & ACCEL_PLUGIN_SET_DEVICE_MAYBE) != 0 &&
         d->ctx.load(std::memory_order_acquire) == nullptr) {
       unsigned ctx_flags = 0;
@@ -253,42 +249,39 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 }
 
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
-  return guarded("device_can_access_peer", [&] {
-    Device *a = nullptr, *b = nullptr;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    int yes = 0;
-    ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
-    *can_access = yes != 0 ? 1 : 0;
-    return ACCEL_SUCCESS;
-  });
+  return on_device_pair("device_can_access_peer", device, peer,
+                        [&](Device* a, Device* b) -> accel_status_t {
+                          int yes = 0;
+                          ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
+                          *can_access = yes != 0 ? 1 : 0;
+                          return ACCEL_SUCCESS;
+                        });
 }
 
 // cuCtxEnablePeerAccess(peer's primary context) with `device`'s primary
 // context current: access is per context pair and one-way, as in CUDA.
 // The peer's context is retained first (the call needs a live context).
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
-  return guarded("device_enable_peer_access", [&] {
-    Device *a = nullptr, *b = nullptr;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    int yes = 0;
-    ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
-    if (yes == 0)
-      return fail(ACCEL_ERROR_NOT_SUPPORTED,
-                  "device %d cannot access the memory of device %d directly "
-                  "(cuDeviceCanAccessPeer answers 0: no P2P path between these GPUs); copies "
-                  "between them still work, staged by the driver",
-                  int(device), int(peer));
-    CUcontext peer_ctx = nullptr;
-    if (accel_status_t st = primary_context(peer, &peer_ctx); st != ACCEL_SUCCESS) return st;
-    ACCEL_CUDA_CTX_SCOPE(device);
-    CUresult rc = driver().cuCtxEnablePeerAccess(peer_ctx, 0);
-    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return ACCEL_SUCCESS;
-    if (rc == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
-      return vendor_fail_as(ACCEL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess", rc);
-    return vendor_fail("cuCtxEnablePeerAccess", rc);
-  });
+  return on_device_pair(
+      "device_enable_peer_access", device, peer, [&](Device* a, Device* b) -> accel_status_t {
+        int yes = 0;
+        ACCEL_CU_TRY(cuDeviceCanAccessPeer, (&yes, a->dev, b->dev));
+        if (yes == 0)
+          return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                      "device %d cannot access the memory of device %d directly "
+                      "(cuDeviceCanAccessPeer answers 0: no P2P path between these GPUs); copies "
+                      "between them still work, staged by the driver",
+                      int(device), int(peer));
+        CUcontext peer_ctx = nullptr;
+        if (accel_status_t st = primary_context(peer, &peer_ctx); st != ACCEL_SUCCESS) return st;
+        ACCEL_CUDA_CTX_SCOPE(device);
+        CUresult rc = driver().cuCtxEnablePeerAccess(peer_ctx, 0);
+        if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+          return ACCEL_SUCCESS;
+        if (rc == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+          return vendor_fail_as(ACCEL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess", rc);
+        return vendor_fail("cuCtxEnablePeerAccess", rc);
+      });
 }
 
 namespace {
@@ -345,9 +338,7 @@ const AttrMap* cuda_attribute(accel_device_attr_t attr) {
 // attribute the driver does not know (CUDA_ERROR_INVALID_VALUE) is not
 // supported either, with the driver's answer.
 accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
-  return guarded("device_get_attribute", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_get_attribute", device, [&](Device* d) -> accel_status_t {
     if (attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_STEPPING)
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "compute_capability_stepping: a CUDA compute capability is major.minor only "

@@ -80,9 +80,7 @@ accel_status_t foreign_context(int32_t device, void* handle, CUcontext theirs, C
 // made-up handle is undefined behaviour.
 accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
                                      uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_from_native", device, [&](Device*) -> accel_status_t {
     const auto h = static_cast<CUstream>(native->handle);
     const bool take = (flags & ACCEL_NATIVE_TAKE_OWNERSHIP) != 0;
     if (h == CU_STREAM_PER_THREAD)

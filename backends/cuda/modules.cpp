@@ -74,9 +74,7 @@ const char* format_name(accel_module_format_t f) {
 // driver's to say at load time (CUDA_ERROR_NO_BINARY_FOR_GPU); no
 // compiler is started here.
 accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
-  return guarded("module_formats", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_formats", device, [&](Device*) -> accel_status_t {
     *formats = kFormats;
     return ACCEL_SUCCESS;
   });
@@ -91,9 +89,7 @@ accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
 accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
                               const char* options, accel_plugin_build_log_fn log, void* log_context,
                               accel_plugin_module_t* module) {
-  return guarded("module_load", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_load", device, [&](Device*) -> accel_status_t {
     if (options != nullptr && options[0] != '\0')
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "the CUDA driver takes no compiler options (cuModuleLoadDataEx has JIT "

@@ -61,9 +61,7 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
 }
 
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* stream) {
-  return guarded("default_stream", [&] {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("default_stream", device, [&](Device* d) -> accel_status_t {
     *stream = &d->default_stream;
     return ACCEL_SUCCESS;
   });

@@ -185,6 +185,9 @@ int32_t device_count() noexcept;
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)") unless
 // device_index names a counted device.
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
+ACCEL_BACKEND_DEVICE_FRAMES(device_at)
 // hipDeviceProp_t.gcnArchName with its feature suffixes
 // ("gfx90a:sramecc+:xnack-"), for messages; "" when the runtime cannot tell
 // (the failure is recorded as the thread's error detail). May throw

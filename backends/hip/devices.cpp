@@ -214,9 +214,7 @@ accel_status_t op_get_current_device(int32_t* device) {
 // HIP initialises every device in hipInit: hipSetDevice creates nothing, so
 // ACCEL_PLUGIN_SET_DEVICE_MAYBE needs no special case.
 accel_status_t op_set_current_device(int32_t device, uint32_t /*flags*/) {
-  return guarded("set_current_device", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("set_current_device", device, [&](Device* d) -> accel_status_t {
     if (hipError_t rc = runtime().hipSetDevice(d->index); rc != hipSuccess)
       return vendor_fail("hipSetDevice", rc);
     return ACCEL_SUCCESS;
@@ -224,9 +222,7 @@ accel_status_t op_set_current_device(int32_t device, uint32_t /*flags*/) {
 }
 
 accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_synchronize", device, [&](Device* d) -> accel_status_t {
     ACCEL_HIP_DEVICE_SCOPE(d->index);
     if (hipError_t rc = runtime().hipDeviceSynchronize(); rc != hipSuccess)
       return vendor_fail("hipDeviceSynchronize", rc);
@@ -244,9 +240,7 @@ std::string gcn_arch_name(int32_t device) {
 }
 
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
-  return guarded("get_device_properties", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_properties", device, [&](Device* d) -> accel_status_t {
     const Runtime& rt = runtime();
     Properties props_buffer;
     if (accel_status_t st = props_buffer.read(d->index); st != ACCEL_SUCCESS) return st;
@@ -293,9 +287,7 @@ accel_status_t op_get_device_properties(int32_t device, accel_device_properties_
 // HIP names a device by its ordinal (hipDevice_t) and has no context to give:
 // handle and context NULL, ordinal from hipDeviceGet.
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
-  return guarded("device_native_handle", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_native_handle", device, [&](Device* d) -> accel_status_t {
     hipDevice_t dev = 0;
     if (hipError_t rc = runtime().hipDeviceGet(&dev, d->index); rc != hipSuccess)
       return vendor_fail("hipDeviceGet", rc);
@@ -306,18 +298,15 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 // --- peer access ------------------------------------------------------------------
 
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
-  return guarded("device_can_access_peer", [&]() -> accel_status_t {
-    Device* d;
-    Device* p;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, p); st != ACCEL_SUCCESS) return st;
-    int yes = 0;
-    if (hipError_t rc = runtime().hipDeviceCanAccessPeer(&yes, d->index, p->index);
-        rc != hipSuccess)
-      return vendor_fail("hipDeviceCanAccessPeer", rc);
-    *can_access = yes != 0 ? 1 : 0;
-    return ACCEL_SUCCESS;
-  });
+  return on_device_pair(
+      "device_can_access_peer", device, peer, [&](Device* d, Device* p) -> accel_status_t {
+        int yes = 0;
+        if (hipError_t rc = runtime().hipDeviceCanAccessPeer(&yes, d->index, p->index);
+            rc != hipSuccess)
+          return vendor_fail("hipDeviceCanAccessPeer", rc);
+        *can_access = yes != 0 ? 1 : 0;
+        return ACCEL_SUCCESS;
+      });
 }
 
 // hipDeviceEnablePeerAccess acts for the current device: `device` is made
@@ -325,35 +314,32 @@ accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* 
 // success; a pair the topology does not link is refused up front, from
 // hipDeviceCanAccessPeer, with the reason.
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
-  return guarded("device_enable_peer_access", [&]() -> accel_status_t {
-    Device* d;
-    Device* p;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
-    if (accel_status_t st = device_at(peer, p); st != ACCEL_SUCCESS) return st;
-    const Runtime& rt = runtime();
-    int yes = 0;
-    if (hipError_t rc = rt.hipDeviceCanAccessPeer(&yes, d->index, p->index); rc != hipSuccess)
-      return vendor_fail("hipDeviceCanAccessPeer", rc);
-    if (yes == 0) {
-      return fail(ACCEL_ERROR_NOT_SUPPORTED,
-                  "device %d cannot access the memory of device %d directly "
-                  "(hipDeviceCanAccessPeer says 0: no peer link between them); copies between "
-                  "them still work, staged by HIP",
-                  static_cast<int>(d->index), static_cast<int>(p->index));
-    }
-    ACCEL_HIP_DEVICE_SCOPE(d->index);
-    const hipError_t rc = rt.hipDeviceEnablePeerAccess(p->index, 0);
-    if (rc == hipSuccess || rc == hipErrorPeerAccessAlreadyEnabled) return ACCEL_SUCCESS;
-    if (rc == hipErrorInvalidDevice) {
-      // HIP's answer when the pair cannot be linked after all.
-      return accel::plugin::set_error(
-          ACCEL_ERROR_NOT_SUPPORTED,
-          vendor_failure_text("hipDeviceEnablePeerAccess", rc) +
-              format(" (device %d to device %d)", static_cast<int>(d->index),
-                     static_cast<int>(p->index)));
-    }
-    return vendor_fail("hipDeviceEnablePeerAccess", rc);
-  });
+  return on_device_pair(
+      "device_enable_peer_access", device, peer, [&](Device* d, Device* p) -> accel_status_t {
+        const Runtime& rt = runtime();
+        int yes = 0;
+        if (hipError_t rc = rt.hipDeviceCanAccessPeer(&yes, d->index, p->index); rc != hipSuccess)
+          return vendor_fail("hipDeviceCanAccessPeer", rc);
+        if (yes == 0) {
+          return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                      "device %d cannot access the memory of device %d directly "
+                      "(hipDeviceCanAccessPeer says 0: no peer link between them); copies between "
+                      "them still work, staged by HIP",
+                      static_cast<int>(d->index), static_cast<int>(p->index));
+        }
+        ACCEL_HIP_DEVICE_SCOPE(d->index);
+        const hipError_t rc = rt.hipDeviceEnablePeerAccess(p->index, 0);
+        if (rc == hipSuccess || rc == hipErrorPeerAccessAlreadyEnabled) return ACCEL_SUCCESS;
+        if (rc == hipErrorInvalidDevice) {
+          // HIP's answer when the pair cannot be linked after all.
+          return accel::plugin::set_error(
+              ACCEL_ERROR_NOT_SUPPORTED,
+              vendor_failure_text("hipDeviceEnablePeerAccess", rc) +
+                  format(" (device %d to device %d)", static_cast<int>(d->index),
+                         static_cast<int>(p->index)));
+        }
+        return vendor_fail("hipDeviceEnablePeerAccess", rc);
+      });
 }
 
 // --- attributes and capability ----------------------------------------------------
@@ -364,9 +350,7 @@ accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
 // (hipErrorInvalidValue for a valid device: HIP 5.2 has no
 // hipDeviceAttributeAsyncEngineCount case) is NOT_SUPPORTED, saying so.
 accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
-  return guarded("device_get_attribute", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_get_attribute", device, [&](Device* d) -> accel_status_t {
     const Runtime& rt = runtime();
     if (attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MAJOR ||
         attr == ACCEL_DEVICE_ATTR_COMPUTE_CAPABILITY_MINOR ||

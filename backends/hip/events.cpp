@@ -7,9 +7,7 @@
 namespace accel::hip {
 
 accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out) {
-  return guarded("event_create", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("event_create", device, [&](Device* d) -> accel_status_t {
     auto e = std::make_unique<Event>();
     e->device = d->index;
     e->flags = flags;

@@ -76,9 +76,7 @@ accel_status_t check_stream_device(hipStream_t h, int32_t device) {
 
 accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
                                      uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_from_native", device, [&](Device* d) -> accel_status_t {
     auto h = static_cast<hipStream_t>(native->handle);
     if (const char* name = nullptr; special_handle(h, name)) {
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,

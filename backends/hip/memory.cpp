@@ -9,9 +9,7 @@
 namespace accel::hip {
 
 accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
-  return guarded("mem_alloc", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_alloc", device, [&](Device* d) -> accel_status_t {
     ACCEL_HIP_DEVICE_SCOPE(d->index);
     void* p = nullptr;
     // Out of memory is the failure people act on: say how much, and where.
@@ -24,9 +22,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
 }
 
 accel_status_t op_mem_free(int32_t device, void* ptr) {
-  return guarded("mem_free", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_free", device, [&](Device* d) -> accel_status_t {
     ACCEL_HIP_DEVICE_SCOPE(d->index);
     if (hipError_t rc = runtime().hipFree(ptr); rc != hipSuccess) return vendor_fail("hipFree", rc);
     return ACCEL_SUCCESS;
@@ -70,9 +66,7 @@ accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_
 }
 
 accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  return guarded("mem_get_info", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_get_info", device, [&](Device* d) -> accel_status_t {
     ACCEL_HIP_DEVICE_SCOPE(d->index);
     size_t f = 0, t = 0;
     if (hipError_t rc = runtime().hipMemGetInfo(&f, &t); rc != hipSuccess)

@@ -67,9 +67,7 @@ accel_status_t kernel_attribute(const Kernel& k, hipFunction_attribute attrib, c
 
 // Cheap and compiler-free: the mask depends only on the runtime's exports.
 accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
-  return guarded("module_formats", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_formats", device, [&](Device*) -> accel_status_t {
     const char* missing = nullptr;
     *formats = module_api_present(missing)
                    ? ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_AMD_CODE_OBJECT)
@@ -84,9 +82,7 @@ accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
 accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
                               const char* options, accel_plugin_build_log_fn /*log*/,
                               void* /*log_context*/, accel_plugin_module_t* module) {
-  return guarded("module_load", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_load", device, [&](Device* d) -> accel_status_t {
     if (options != nullptr && options[0] != '\0') {
       return fail(ACCEL_ERROR_INVALID_ARGUMENT,
                   "hipModuleLoadData takes no compiler options (an AMD code object is already "

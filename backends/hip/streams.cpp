@@ -42,9 +42,7 @@ bool is_default_stream_queue(hipStream_t h, int32_t* device) {
 }
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
-  return guarded("stream_priority_range", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_priority_range", device, [&](Device* d) -> accel_status_t {
     ACCEL_HIP_DEVICE_SCOPE(d->index);
     int lo = 0, hi = 0;
     if (hipError_t rc = runtime().hipDeviceGetStreamPriorityRange(&lo, &hi); rc != hipSuccess)
@@ -57,9 +55,7 @@ accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t*
 }
 
 accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
-  return guarded("stream_create", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_create", device, [&](Device* d) -> accel_status_t {
     auto s = std::make_unique<Stream>();
     s->device = d->index;
     ACCEL_HIP_DEVICE_SCOPE(d->index);
@@ -91,9 +87,7 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
 
 // Called by the core once per device (it keeps the answer), under its lock.
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
-  return guarded("default_stream", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("default_stream", device, [&](Device* d) -> accel_status_t {
     std::lock_guard lock(g_default_streams_mu);
     if (d->default_stream.native == nullptr) {
       ACCEL_HIP_DEVICE_SCOPE(d->index);

@@ -57,24 +57,25 @@ constexpr ze_command_queue_flags_t kQueueFlagInOrder = 1u << 1;
 
 // Entry points the plugin cannot work without: a loader lacking one is
 // refused in init.
-#define ACCEL_ZE_REQUIRED(X)                                                                     \
-  X(zeInit)                                                                                      \
-  X(zeDriverGet)                                                                                 \
-  X(zeDriverGetProperties)                                                                       \
-  X(zeDeviceGet)                                                                                 \
-  X(zeDeviceGetProperties)                                                                       \
-  X(zeDeviceGetComputeProperties)                                                                \
-  X(zeDeviceGetCommandQueueGroupProperties)                                                      \
-  X(zeDeviceGetMemoryProperties) X(zeContextCreate) X(zeContextDestroy)                          \
-      X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy)   \
-          X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                     \
-              X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier)                   \
-                  X(zeEventPoolCreate) X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy)  \
-                      X(zeEventHostSignal) X(zeEventHostSynchronize) X(zeEventQueryStatus)       \
-                          X(zeEventHostReset) X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) \
-                              X(zeMemFree) X(zeMemAllocHost) X(zeDeviceCanAccessPeer)            \
-                                  X(zeDeviceGetCacheProperties) X(zeDeviceGetModuleProperties)   \
-                                      X(zeDeviceGetMemoryAccessProperties)
+#define ACCEL_ZE_REQUIRED(X)                                                                       \
+  X(zeInit)                                                                                        \
+  X(zeDriverGet)                                                                                   \
+  X(zeDriverGetProperties)                                                                         \
+  X(zeDeviceGet)                                                                                   \
+  X(zeDeviceGetProperties)                                                                         \
+  X(zeDeviceGetComputeProperties)                                                                  \
+  X(zeDeviceGetCommandQueueGroupProperties)                                                        \
+  X(zeDeviceGetMemoryProperties)                                                                   \
+  X(zeContextCreate)                                                                               \
+  X(zeContextDestroy)                                                                              \
+  X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListAppendMemoryCopy)         \
+      X(zeCommandListAppendMemoryFill) X(zeCommandListAppendSignalEvent)                           \
+          X(zeCommandListAppendWaitOnEvents) X(zeCommandListAppendBarrier) X(zeEventPoolCreate)    \
+              X(zeEventPoolDestroy) X(zeEventCreate) X(zeEventDestroy) X(zeEventHostSignal)        \
+                  X(zeEventHostSynchronize) X(zeEventQueryStatus) X(zeEventHostReset)              \
+                      X(zeEventQueryKernelTimestamp) X(zeMemAllocDevice) X(zeMemFree)              \
+                          X(zeMemAllocHost) X(zeDeviceCanAccessPeer) X(zeDeviceGetCacheProperties) \
+                              X(zeDeviceGetModuleProperties) X(zeDeviceGetMemoryAccessProperties)
 
 // Required too: modules and kernels (modules.cpp, launch.cpp), core API
 // since Level Zero 1.0.
@@ -234,6 +235,9 @@ extern std::vector<Device*>& g_devices;
 //   Device* d;
 //   if (accel_status_t st = device_at(i, d); st != ACCEL_SUCCESS) return st;
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
+ACCEL_BACKEND_DEVICE_FRAMES(device_at)
 
 // A zeDeviceGet*Properties list of the count-then-fill kind, every entry's
 // stype set to `stype`: *out holds what the driver filled; the result is

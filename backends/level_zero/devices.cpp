@@ -34,9 +34,7 @@ accel_status_t op_lazy_init() {
 }
 
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
-  return guarded("get_device_properties", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_properties", device, [&](Device* d) -> accel_status_t {
     if (props == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "get_device_properties: props is NULL");
     auto copy = [](char* dst, size_t cap, const std::string& src) {
@@ -92,9 +90,7 @@ accel_status_t op_get_device_properties(int32_t device, accel_device_properties_
 // stream and dying streams included (and, on lists the program holds, for a
 // marker after its own commands).
 accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_synchronize", device, [&](Device* d) -> accel_status_t {
     std::vector<SlotRef> lasts;
     {
       std::lock_guard lock(d->mu);  // order: device, then queue
@@ -119,9 +115,7 @@ accel_status_t op_device_synchronize(int32_t device) {
 // ---- native handle, peers ------------------------------------------------------
 
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
-  return guarded("device_native_handle", [&]() -> accel_status_t {
-    Device* d = nullptr;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_native_handle", device, [&](Device* d) -> accel_status_t {
     if (out == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_native_handle: out is NULL");
     // Every device of a driver shares its one context; Level Zero names
@@ -132,39 +126,36 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 }
 
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
-  return guarded("device_can_access_peer", [&]() -> accel_status_t {
-    Device *a, *b;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    if (can_access == nullptr)
-      return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_can_access_peer: can_access is NULL");
-    bool yes = false;
-    if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
-    *can_access = yes ? 1 : 0;
-    return ACCEL_SUCCESS;
-  });
+  return on_device_pair(
+      "device_can_access_peer", device, peer, [&](Device* a, Device* b) -> accel_status_t {
+        if (can_access == nullptr)
+          return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_can_access_peer: can_access is NULL");
+        bool yes = false;
+        if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
+        *can_access = yes ? 1 : 0;
+        return ACCEL_SUCCESS;
+      });
 }
 
 // Level Zero has nothing to enable: devices of one context that can reach
 // each other's memory (zeDeviceCanAccessPeer) just do.
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
-  return guarded("device_enable_peer_access", [&]() -> accel_status_t {
-    Device *a, *b;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    bool yes = false;
-    if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
-    if (yes) return ACCEL_SUCCESS;
-    if (a->driver != b->driver)
-      return fail(ACCEL_ERROR_NOT_SUPPORTED,
-                  "device_enable_peer_access: %s and %s belong to different Level Zero drivers "
-                  "(no shared context)",
-                  a->label(), b->label());
-    return fail(ACCEL_ERROR_NOT_SUPPORTED,
-                "device_enable_peer_access: zeDeviceCanAccessPeer says %s cannot access memory of "
-                "%s; copies between them are staged through host memory",
-                a->label(), b->label());
-  });
+  return on_device_pair(
+      "device_enable_peer_access", device, peer, [&](Device* a, Device* b) -> accel_status_t {
+        bool yes = false;
+        if (accel_status_t st = can_access_peer(a, b, &yes); st != ACCEL_SUCCESS) return st;
+        if (yes) return ACCEL_SUCCESS;
+        if (a->driver != b->driver)
+          return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                      "device_enable_peer_access: %s and %s belong to different Level Zero drivers "
+                      "(no shared context)",
+                      a->label(), b->label());
+        return fail(
+            ACCEL_ERROR_NOT_SUPPORTED,
+            "device_enable_peer_access: zeDeviceCanAccessPeer says %s cannot access memory of "
+            "%s; copies between them are staged through host memory",
+            a->label(), b->label());
+      });
 }
 
 // ---- attributes -----------------------------------------------------------------
@@ -216,9 +207,7 @@ accel_status_t for_each_property(Device* d, const char* call, ze_structure_type_
 // zeDeviceGetCacheProperties and zeDeviceGetCommandQueueGroupProperties
 // (README.md, "Devices", lists which field answers what).
 accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
-  return guarded("device_get_attribute", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("device_get_attribute", device, [&](Device* d) -> accel_status_t {
     if (value == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "device_get_attribute: value is NULL");
     const ze_device_properties_t& p = d->props;
@@ -376,9 +365,7 @@ accel_status_t module_properties(Device* d, ze_device_module_properties_t* out) 
 // zeDeviceGetModuleProperties: no double precision (ZE_DEVICE_MODULE_FLAG_FP64)
 // clears float64 and complex128, no half precision (FP16) float16 and complex32.
 accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
-  return guarded("get_device_capability", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_capability", device, [&](Device* d) -> accel_status_t {
     if (capability == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "get_device_capability: capability is NULL");
     ze_device_module_properties_t mp{};

@@ -108,9 +108,7 @@ accel_status_t query_slot(const SlotRef& slot) {
 // ---- accel events ---------------------------------------------------------------
 
 accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out) {
-  return guarded("event_create", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("event_create", device, [&](Device* d) -> accel_status_t {
     if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_create: out is NULL");
     if ((flags & ~ACCEL_EVENT_ENABLE_TIMING) != 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "event_create: unknown flags 0x%x", flags);

@@ -31,9 +31,7 @@ accel_status_t op_stream_native_handle(accel_plugin_stream_t stream, accel_nativ
 // own lists, their device; the rest is the caller's promise.
 accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
                                      uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_from_native", device, [&](Device* d) -> accel_status_t {
     if (native == nullptr || stream == nullptr || native->handle == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_from_native: NULL argument or handle");
     if ((flags & ~ACCEL_NATIVE_TAKE_OWNERSHIP) != 0)

@@ -61,9 +61,7 @@ accel_status_t check_device_ptr(const char* op, const char* which, const void* p
 }  // namespace
 
 accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
-  return guarded("mem_alloc", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_alloc", device, [&](Device* d) -> accel_status_t {
     if (ptr == nullptr || bytes == 0)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "mem_alloc: ptr is NULL or bytes is 0");
     ze_device_mem_alloc_desc_t desc{};
@@ -86,9 +84,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
 }
 
 accel_status_t op_mem_free(int32_t device, void* ptr) {
-  return guarded("mem_free", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_free", device, [&](Device* d) -> accel_status_t {
     // Out of the registry before zeMemFree: once the driver has the memory
     // back, another thread's zeMemAllocDevice (of any device: the registry
     // is keyed by address) may get the same address and register it, and an
@@ -174,9 +170,7 @@ accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_
 // loader 1.8 requires for Sysman on core handles) and the driver answers;
 // otherwise the total minus what this plugin has allocated on the device.
 accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  return guarded("mem_get_info", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_get_info", device, [&](Device* d) -> accel_status_t {
     uint64_t total = d->total_memory;
     uint64_t allocated = d->allocated.load(std::memory_order_relaxed);
     uint64_t free_mem = total > allocated ? total - allocated : 0;

@@ -71,9 +71,7 @@ void pass_build_log(Device* d, ze_module_build_log_handle_t log, accel_plugin_bu
 // driver's IL compiler), and the device's native binary always (what
 // zeModuleGetNativeBinary gives, loadable on the same kind of device).
 accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
-  return guarded("module_formats", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_formats", device, [&](Device* d) -> accel_status_t {
     if (formats == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "module_formats: formats is NULL");
     ze_device_module_properties_t mp{};
@@ -94,9 +92,7 @@ accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
 accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
                               const char* options, accel_plugin_build_log_fn log, void* log_context,
                               accel_plugin_module_t* module) {
-  return guarded("module_load", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("module_load", device, [&](Device* d) -> accel_status_t {
     if (image == nullptr || image->data == nullptr || image->size == 0 || module == nullptr)
       return fail(ACCEL_ERROR_INVALID_ARGUMENT, "module_load: NULL or empty image, or NULL module");
     ze_module_desc_t desc{};

@@ -147,9 +147,7 @@ accel_status_t queue_fence(Queue* q, SlotRef* out) {
 }
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
-  return guarded("stream_priority_range", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_priority_range", device, [&](Device*) -> accel_status_t {
     if (least) *least = kLeast;
     if (greatest) *greatest = kGreatest;
     return ACCEL_SUCCESS;
@@ -157,9 +155,7 @@ accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t*
 }
 
 accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
-  return guarded("stream_create", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_create", device, [&](Device* d) -> accel_status_t {
     if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "stream_create: out is NULL");
     Stream* s = nullptr;
     accel_status_t st =
@@ -170,9 +166,7 @@ accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_s
 }
 
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
-  return guarded("default_stream", [&]() -> accel_status_t {
-    Device* d;
-    if (accel_status_t st = device_at(device, d); st != ACCEL_SUCCESS) return st;
+  return on_device("default_stream", device, [&](Device* d) -> accel_status_t {
     if (out == nullptr) return fail(ACCEL_ERROR_INVALID_ARGUMENT, "default_stream: out is NULL");
     {
       std::lock_guard lock(d->mu);

@@ -109,7 +109,7 @@ struct Device {
   std::mutex mu;
   cl_context context = nullptr;
   Stream* default_stream = nullptr;
-  std::vector<Stream*> streams;        // every live stream state, the default included
+  std::vector<Stream*> streams;  // every live stream state, the default included
   // Queues of stream states gone (stream_destroy): OpenCL still runs the
   // commands of a released queue, but device_synchronize must wait for
   // them (all work submitted to the device, as cudaDeviceSynchronize), so
@@ -148,6 +148,9 @@ void advertise_stream_priorities() noexcept;
 // because a backend should not crash on a broken caller. Fails with
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
+ACCEL_BACKEND_DEVICE_FRAMES(device_at)
 // The device's context, created on first use (thread-safe).
 accel_status_t device_context(Device* dev, cl_context* ctx);
 // The plugin's own in-order queue on the device (peer-copy staging), made on
@@ -247,9 +250,9 @@ struct Stream {
   // is here except a record on this stream, under mu. Null otherwise
   // (`last` then owns one reference).
   std::shared_ptr<Record> last_rec;
-  bool last_complete = false;    // `last` was seen CL_COMPLETE (completion is final)
-  bool blocked = false;          // a host function or a pending record holds later work
-  std::deque<Op> deferred;       // operations waiting for the gate to open
+  bool last_complete = false;  // `last` was seen CL_COMPLETE (completion is final)
+  bool blocked = false;        // a host function or a pending record holds later work
+  std::deque<Op> deferred;     // operations waiting for the gate to open
   accel_status_t deferred_status = ACCEL_SUCCESS;  // first failure of a deferred submission
   std::string deferred_message;
 };

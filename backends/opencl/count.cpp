@@ -139,11 +139,11 @@ std::string no_device_reason(cl_device_type mask, size_t platforms,
   std::string r = format("no OpenCL device of type %s on %zu platform(s) (%s)",
                          type_names(mask).c_str(), platforms, platform_names.c_str());
   if (skipped.hidden_cpu)
-    r += format("; %zu CPU device(s) hidden: set %s=all (or cpu) to show them",
-                skipped.hidden_cpu, kTypeVar);
+    r += format("; %zu CPU device(s) hidden: set %s=all (or cpu) to show them", skipped.hidden_cpu,
+                kTypeVar);
   if (skipped.hidden_other)
-    r += format("; %zu device(s) of other types hidden (%s=all shows them)",
-                skipped.hidden_other, kTypeVar);
+    r += format("; %zu device(s) of other types hidden (%s=all shows them)", skipped.hidden_other,
+                kTypeVar);
   if (skipped.broken)
     r += format("; %zu platform(s) failed to list devices (see the log)", skipped.broken);
   return r;

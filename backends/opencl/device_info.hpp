@@ -13,8 +13,8 @@ namespace accel::opencl {
 // A string property of an OpenCL object through its clGet*Info call
 // (clGetDeviceInfo, clGetPlatformInfo); "" when the query fails.
 template <class Object, class Info>
-std::string info_string(cl_int(CL_API_CALL* get)(Object, Info, size_t, void*, size_t*),
-                        Object o, Info what) {
+std::string info_string(cl_int(CL_API_CALL* get)(Object, Info, size_t, void*, size_t*), Object o,
+                        Info what) {
   size_t n = 0;
   if (get(o, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
   std::string s(n, '\0');

@@ -148,9 +148,7 @@ accel_status_t op_lazy_init() {
 }
 
 accel_status_t op_get_device_properties(int32_t device, accel_device_properties_t* props) {
-  return guarded("get_device_properties", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_properties", device, [&](Device* dev) -> accel_status_t {
     // Fill a full struct, then copy what the caller's struct_size covers
     // (fields are only ever appended).
     accel_device_properties_t full{};
@@ -177,9 +175,7 @@ accel_status_t op_get_device_properties(int32_t device, accel_device_properties_
 
 // Waits for every live stream of the device, the default one included.
 accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("device_synchronize", device, [&](Device* dev) -> accel_status_t {
     std::vector<Stream*> live;
     {
       std::lock_guard<std::mutex> lock(dev->mu);
@@ -211,9 +207,7 @@ accel_status_t op_device_synchronize(int32_t device) {
 // ---------------------------------------------------------------------------
 
 accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* out) {
-  return guarded("device_native_handle", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("device_native_handle", device, [&](Device* dev) -> accel_status_t {
     // The context every stream, event and allocation of the device lives in:
     // a program creates its own queues for stream_from_native in it.
     cl_context ctx = nullptr;
@@ -227,27 +221,23 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 // means nothing to a queue of another: no device reaches another's memory.
 // Copies between devices still work, staged through the host (memory.cpp).
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
-  return guarded("device_can_access_peer", [&]() -> accel_status_t {
-    Device *a, *b;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    *can_access = 0;
-    return ACCEL_SUCCESS;
-  });
+  return on_device_pair("device_can_access_peer", device, peer,
+                        [&](Device*, Device*) -> accel_status_t {
+                          *can_access = 0;
+                          return ACCEL_SUCCESS;
+                        });
 }
 
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
-  return guarded("device_enable_peer_access", [&]() -> accel_status_t {
-    Device *a, *b;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
-    return fail(ACCEL_ERROR_NOT_SUPPORTED,
-                "device_enable_peer_access: OpenCL %s cannot access the memory of %s: each "
-                "device has its own cl_context and an SVM allocation is valid only in the "
-                "context that made it (OpenCL has no peer access); copies between the two "
-                "work without it (accel_memcpy_peer_async stages them through host memory)",
-                a->label().c_str(), b->label().c_str());
-  });
+  return on_device_pair(
+      "device_enable_peer_access", device, peer, [&](Device* a, Device* b) -> accel_status_t {
+        return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                    "device_enable_peer_access: OpenCL %s cannot access the memory of %s: each "
+                    "device has its own cl_context and an SVM allocation is valid only in the "
+                    "context that made it (OpenCL has no peer access); copies between the two "
+                    "work without it (accel_memcpy_peer_async stages them through host memory)",
+                    a->label().c_str(), b->label().c_str());
+      });
 }
 
 namespace {
@@ -309,9 +299,7 @@ accel_status_t warp_size(const Device* dev, accel_device_attr_t attr, int64_t* v
 // Every value comes from clGetDeviceInfo at the time of the call; what
 // OpenCL has no query for is ACCEL_ERROR_NOT_SUPPORTED (README.md lists both).
 accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr, int64_t* value) {
-  return guarded("device_get_attribute", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("device_get_attribute", device, [&](Device* dev) -> accel_status_t {
     int64_t v = 0;
     accel_status_t st = ACCEL_SUCCESS;
     switch (static_cast<int>(attr)) {
@@ -441,9 +429,7 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
 // Without double precision no float64/complex128 tensor; without half no
 // float16/complex32 (describe() reads both).
 accel_status_t op_get_device_capability(int32_t device, accel_device_capability_t* capability) {
-  return guarded("get_device_capability", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("get_device_capability", device, [&](Device* dev) -> accel_status_t {
     if (!dev->fp64)
       capability->supported_dtypes &=
           ~(ACCEL_DTYPE_BIT(ACCEL_DTYPE_FLOAT64) | ACCEL_DTYPE_BIT(ACCEL_DTYPE_COMPLEX128));

@@ -92,9 +92,7 @@ accel_status_t wait_event(cl_event ev, const char* what) {
 }
 
 accel_status_t op_event_create(int32_t device, uint32_t flags, accel_plugin_event_t* out) {
-  return guarded("event_create", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("event_create", device, [&](Device* dev) -> accel_status_t {
     auto* e = new Event();
     e->dev = dev;
     e->flags = flags;

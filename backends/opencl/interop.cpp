@@ -193,9 +193,7 @@ accel_status_t adopt_native_queue(Device* dev, cl_context ctx, cl_command_queue 
 
 accel_status_t op_stream_from_native(int32_t device, const accel_native_handle_t* native,
                                      uint32_t flags, accel_plugin_stream_t* stream) {
-  return guarded("stream_from_native", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_from_native", device, [&](Device* dev) -> accel_status_t {
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;
     auto q = static_cast<cl_command_queue>(native->handle);

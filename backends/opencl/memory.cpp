@@ -102,9 +102,7 @@ accel_status_t check_range(const Stream* s, const void* p, size_t bytes, const c
 }  // namespace
 
 accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
-  return guarded("mem_alloc", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_alloc", device, [&](Device* dev) -> accel_status_t {
     if (!(dev->svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER))
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "mem_alloc: OpenCL %s has no shared virtual memory (CL_DEVICE_SVM_CAPABILITIES "
@@ -138,9 +136,7 @@ accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
 }
 
 accel_status_t op_mem_free(int32_t device, void* ptr) {
-  return guarded("mem_free", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_free", device, [&](Device* dev) -> accel_status_t {
     auto& r = registry();
     {
       std::lock_guard<std::mutex> lock(r.mu);
@@ -206,9 +202,7 @@ accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_
 }
 
 accel_status_t op_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  return guarded("mem_get_info", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("mem_get_info", device, [&](Device* dev) -> accel_status_t {
     size_t total = static_cast<size_t>(dev->global_mem);
     size_t free = 0;
     bool from_vendor = false;

@@ -40,7 +40,6 @@ namespace {
 constexpr const char* kArgInfo = "-cl-kernel-arg-info";
 constexpr uint32_t kSpirvMagic = 0x07230203;
 
-
 bool blank(const std::string& s) {
   for (unsigned char c : s)
     if (!std::isspace(c)) return false;
@@ -245,9 +244,7 @@ void describe_modules(Device* dev, const std::string& platform_name) {
 // where it names SPIR-V (see the top). Cheap and starts no compiler: the
 // answer was read at count time. Thread-safe.
 accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
-  return guarded("module_formats", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("module_formats", device, [&](Device* dev) -> accel_status_t {
     uint64_t mask = ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_NATIVE_BINARY);
     if (dev->compiler) mask |= ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_OPENCL_C);
     if (dev->spirv) mask |= ACCEL_MODULE_FORMAT_BIT(ACCEL_MODULE_FORMAT_SPIRV);
@@ -263,9 +260,7 @@ accel_status_t op_module_formats(int32_t device, uint64_t* formats) {
 accel_status_t op_module_load(int32_t device, const accel_module_image_t* image,
                               const char* options, accel_plugin_build_log_fn log, void* log_context,
                               accel_plugin_module_t* module) {
-  return guarded("module_load", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("module_load", device, [&](Device* dev) -> accel_status_t {
     if (options == nullptr) options = "";
     cl_context ctx = nullptr;
     if (accel_status_t st = device_context(dev, &ctx); st != ACCEL_SUCCESS) return st;

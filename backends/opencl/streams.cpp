@@ -253,8 +253,9 @@ accel_status_t finish_retired(Device* dev) {
   accel_status_t result = ACCEL_SUCCESS;
   for (const auto& r : pending) {
     cl_int err = clFinish(r.queue);
-    accel_status_t st = err == CL_SUCCESS ? wait_event(r.marker, "a destroyed stream's last command")
-                                          : vendor_fail("clFinish", err);
+    accel_status_t st = err == CL_SUCCESS
+                            ? wait_event(r.marker, "a destroyed stream's last command")
+                            : vendor_fail("clFinish", err);
     if (st != ACCEL_SUCCESS && result == ACCEL_SUCCESS) result = st;
     release_retired(r);
   }
@@ -293,9 +294,7 @@ accel_status_t stream_finish(Stream* s) {
 }
 
 accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t* greatest) {
-  return guarded("stream_priority_range", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_priority_range", device, [&](Device* dev) -> accel_status_t {
     // With cl_khr_priority_hints: 1 LOW, 0 default (MED), -1 HIGH.
     *least = dev->priority_hints ? 1 : 0;
     *greatest = dev->priority_hints ? -1 : 0;
@@ -304,9 +303,7 @@ accel_status_t op_stream_priority_range(int32_t device, int32_t* least, int32_t*
 }
 
 accel_status_t op_stream_create(int32_t device, int32_t priority, accel_plugin_stream_t* out) {
-  return guarded("stream_create", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("stream_create", device, [&](Device* dev) -> accel_status_t {
     Stream* s = nullptr;
     accel_status_t st = make_stream(dev, priority, false, &s);
     if (st == ACCEL_SUCCESS) *out = s;
@@ -342,9 +339,7 @@ accel_status_t op_stream_destroy(accel_plugin_stream_t stream) {
 }
 
 accel_status_t op_default_stream(int32_t device, accel_plugin_stream_t* out) {
-  return guarded("default_stream", [&]() -> accel_status_t {
-    Device* dev;
-    if (accel_status_t st = device_at(device, dev); st != ACCEL_SUCCESS) return st;
+  return on_device("default_stream", device, [&](Device* dev) -> accel_status_t {
     {
       std::lock_guard<std::mutex> lock(dev->mu);
       if (dev->default_stream) {

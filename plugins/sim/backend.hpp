@@ -114,7 +114,7 @@ class Stream {
   size_t pending_ = 0;  // queued + running
   bool stopping_ = false;
   bool exited_ = false;  // the worker left its loop: stopping_ and nothing left
-  std::thread worker_;  // started after everything above exists
+  std::thread worker_;   // started after everything above exists
   // Copy of worker_.get_id(), written once in the constructor before the
   // handle is published and never again, so any thread may read it while
   // shutdown() joins worker_.
@@ -262,6 +262,9 @@ State& state();
 // because a backend should not crash on a broken caller. Fails with
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
+ACCEL_BACKEND_DEVICE_FRAMES(device_at)
 
 // ---------------------------------------------------------------------------
 // The operations, one per vtable member (wired in plugin.cpp)

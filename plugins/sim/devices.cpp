@@ -159,21 +159,15 @@ accel_status_t op_device_native_handle(int32_t device, accel_native_handle_t* ou
 
 // Simulated devices live in one address space: each reaches every other.
 accel_status_t op_device_can_access_peer(int32_t device, int32_t peer, int32_t* can_access) {
-  return guarded("device_can_access_peer", [&] {
-    Device *a, *b;
-    if (auto st = backend::device_pair(device_at, device, peer, a, b); st != ACCEL_SUCCESS)
-      return st;
+  return on_device_pair("device_can_access_peer", device, peer, [&](Device*, Device*) {
     *can_access = device != peer ? 1 : 0;
     return ACCEL_SUCCESS;
   });
 }
 
 accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
-  return guarded("device_enable_peer_access", [&] {
-    Device *a, *b;
-    if (accel_status_t st = device_at(device, a); st != ACCEL_SUCCESS) return st;
-    return device_at(peer, b);
-  });
+  return on_device_pair("device_enable_peer_access", device, peer,
+                        [](Device*, Device*) { return ACCEL_SUCCESS; });
 }
 
 // Fixed figures of a small CUDA-like device, so that code reading

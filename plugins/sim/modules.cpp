@@ -289,8 +289,8 @@ std::string kernel_problem(const accel_sim_kernel_t& k, uint32_t i,
     return format("%s lists two kernels named '%s'", ACCEL_SIM_KERNEL_TABLE_NAME, k.name);
   if (k.fn == nullptr) return format("kernel '%s' has no function (fn is NULL)", k.name);
   if (k.num_params > kMaxParams)
-    return format("kernel '%s' declares %u parameters; sim takes at most %u", k.name,
-                  k.num_params, kMaxParams);
+    return format("kernel '%s' declares %u parameters; sim takes at most %u", k.name, k.num_params,
+                  kMaxParams);
   if (k.num_params > 0 && k.params == nullptr)
     return format("kernel '%s' declares %u parameters but its params pointer is NULL", k.name,
                   k.num_params);
