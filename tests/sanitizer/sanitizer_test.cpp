@@ -10,8 +10,11 @@
 //            report; and ACCEL_STREAM_SANITIZER=yes warned about.
 //   abort    `missing` with ACCEL_STREAM_SANITIZER=abort: the report, then
 //            SIGABRT.
+//   kernel   `missing` with B's read a kernel (vector_add of the block into
+//            another buffer): the report names accel_launch_kernel.
 // Copies and memsets are the accesses, so every backend with streams, events
-// and memory can run it; one without exits 77.
+// and memory can run it; one without exits 77, as does `kernel` where the
+// device takes none of the build's kernel images.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include <thread>
 
 #include "accel/accel.h"
+#include "accel_kernels.h"
 
 namespace {
 
@@ -41,6 +45,7 @@ struct Pipeline {
   accel_stream_t a = nullptr, b = nullptr;
   accel_event_t ready = nullptr, done = nullptr;
   void* out = nullptr;
+  accel_kernel_t add = nullptr;  // vector_add: B's read in `kernel`
 };
 
 Pipeline setup() {
@@ -58,6 +63,43 @@ Pipeline setup() {
 // How chunk `i` orders B's read of the block before A frees it.
 enum class Order { none, record_stream, event, synchronize };
 
+// vector_add from the build's images; exits 77 where the device takes none.
+accel_kernel_t load_vector_add() {
+  accel_module_image_t images[8];
+  const size_t count = accel_kernels_images(images, 8);
+  accel_module_t module = nullptr;
+  accel_status_t st = accel_module_load(0, images, count, nullptr, &module);
+  if (st == ACCEL_ERROR_NOT_SUPPORTED || st == ACCEL_ERROR_INVALID_ARGUMENT) {
+    std::printf("SKIP: device 0 takes none of the build's kernel images: %s\n", accel_last_error());
+    std::exit(kSkip);
+  }
+  check(st, "accel_module_load");
+  accel_kernel_t k = nullptr;
+  check(accel_module_get_kernel(module, "vector_add", &k), "accel_module_get_kernel");
+  return k;
+}
+
+// B reads the block: a device-to-device copy, or vector_add(block, block).
+void read_on_b(Pipeline& p, void* block) {
+  if (p.add == nullptr) {
+    check(accel_memcpy_async(p.out, block, kBytes, ACCEL_MEMCPY_DEVICE_TO_DEVICE, p.b),
+          "accel_memcpy_async");
+    return;
+  }
+  uint32_t n = kBytes / sizeof(float);
+  accel_kernel_arg_t args[] = {{ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), block},
+                               {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), block},
+                               {ACCEL_KERNEL_ARG_DEVICE_POINTER, sizeof(void*), p.out},
+                               {ACCEL_KERNEL_ARG_VALUE, sizeof n, &n}};
+  accel_launch_config_t config;
+  std::memset(&config, 0, sizeof config);
+  config.struct_size = sizeof config;
+  config.grid = {n / 64, 1, 1};
+  config.block = {64, 1, 1};
+  config.stream = p.b;
+  check(accel_launch_kernel(p.add, &config, args, 4), "accel_launch_kernel");
+}
+
 void chunk(Pipeline& p, Order order) {
   void* block = nullptr;
   check(accel_malloc_async(kBytes, p.a, &block), "accel_malloc_async");
@@ -67,8 +109,7 @@ void chunk(Pipeline& p, Order order) {
   // Slows B so that A's next chunk would overwrite the block first.
   accel_status_t st = accel_launch_host_func(p.b, slow, nullptr);
   if (st != ACCEL_SUCCESS && st != ACCEL_ERROR_NOT_SUPPORTED) check(st, "accel_launch_host_func");
-  check(accel_memcpy_async(p.out, block, kBytes, ACCEL_MEMCPY_DEVICE_TO_DEVICE, p.b),
-        "accel_memcpy_async");  // read on B
+  read_on_b(p, block);
   if (order == Order::record_stream) check(accel_record_stream(block, p.b), "accel_record_stream");
   if (order == Order::event) {
     check(accel_event_record(p.done, p.b), "accel_event_record");
@@ -80,7 +121,8 @@ void chunk(Pipeline& p, Order order) {
 
 int run(const std::string& scenario) {
   Pipeline p = setup();
-  if (scenario == "missing") {
+  if (scenario == "kernel") p.add = load_vector_add();
+  if (scenario == "missing" || scenario == "kernel") {
     chunk(p, Order::none);
     chunk(p, Order::none);  // reuses the block
   } else {
@@ -126,8 +168,9 @@ int fail(const char* why, const std::string& out) {
 int main(int argc, char** argv) {
   if (argc == 2 && std::strncmp(argv[1], "run-", 4) == 0) return run(argv[1] + 4);
   const std::string scenario = argc == 2 ? argv[1] : "";
-  if (scenario != "missing" && scenario != "ordered" && scenario != "abort") {
-    std::fprintf(stderr, "usage: %s missing|ordered|abort\n", argv[0]);
+  if (scenario != "missing" && scenario != "ordered" && scenario != "abort" &&
+      scenario != "kernel") {
+    std::fprintf(stderr, "usage: %s missing|ordered|abort|kernel\n", argv[0]);
     return 2;
   }
   std::string out;
@@ -155,7 +198,8 @@ int main(int argc, char** argv) {
   if (a.empty() || b.empty()) return fail("the child did not name its streams", out);
   if (line.find(a) == std::string::npos || line.find(b) == std::string::npos)
     return fail("the report does not name both streams", out);
-  if (line.find("accel_memcpy_async") == std::string::npos ||
+  const char* read_call = scenario == "kernel" ? "accel_launch_kernel" : "accel_memcpy_async";
+  if (line.find(read_call) == std::string::npos ||
       line.find("accel_free_async") == std::string::npos)
     return fail("the report does not name both calls", out);
   if (aborts && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT))
