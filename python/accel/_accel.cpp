@@ -192,8 +192,8 @@ class DeviceBuffer {
     if (py::isinstance<DeviceBuffer>(src)) {
       auto& other = src.cast<DeviceBuffer&>();
       same_size(other.nbytes_, "copy_from");
-      other.record_stream(id_of(s));
       device_copy(ptr_, device_, other.ptr_, other.device_, s);
+      other.used_by(s);
     } else {
       View view(src, false);
       same_size(view.size(), "copy_from");
@@ -209,8 +209,8 @@ class DeviceBuffer {
     if (py::isinstance<DeviceBuffer>(dst)) {
       auto& other = dst.cast<DeviceBuffer&>();
       same_size(other.nbytes_, "copy_to");
-      other.record_stream(id_of(s));
       device_copy(other.ptr_, other.device_, ptr_, device_, s);
+      other.used_by(s);
     } else {
       View view(dst, true);
       same_size(view.size(), "copy_to");
@@ -237,6 +237,24 @@ class DeviceBuffer {
     if (s == nullptr) check(accel_current_stream(device_, &s));
     check(accel_record_stream(ptr_, s));
     return s;
+  }
+  // Keeps this buffer's memory from reuse until the work queued on `s` so
+  // far has completed: record_stream on its own device; from another
+  // device its allocating stream waits for an event of `s`, so the free
+  // (in that stream's order) comes after.
+  void used_by(accel_stream_t s) {
+    int32_t dev = -1;
+    check(accel_stream_device(s, &dev));
+    if (dev == device_) {
+      check(accel_record_stream(ptr_, s));
+      return;
+    }
+    accel_event_t ev = nullptr;
+    check(accel_event_create(dev, ACCEL_EVENT_DEFAULT, &ev));
+    accel_status_t st = accel_event_record(ev, s);
+    if (st == ACCEL_SUCCESS) st = accel_stream_wait_event(stream_, ev);
+    (void)accel_event_destroy(ev);
+    check(st);
   }
   void same_size(size_t other, const char* what) const {
     if (other != nbytes_) {
@@ -366,6 +384,27 @@ void def_devices(py::module_& m) {
   });
 }
 
+// accel_get_backend_info of every candidate the loader saw.
+py::list backends() {
+  py::list out;
+  for (size_t i = 0, n = accel_backend_count(); i < n; ++i) {
+    accel_backend_info_t info{};
+    info.struct_size = sizeof info;
+    check(accel_get_backend_info(i, &info));
+    py::dict d;
+    d["name"] = std::string(info.name);
+    d["path"] = std::string(info.path);
+    d["status"] = std::string(accel_backend_status_name(info.status));
+    d["reason"] = std::string(info.reason);
+    d["device_count"] = info.device_count;
+    d["capabilities"] = info.capabilities;
+    d["is_current"] = info.is_current != 0;
+    d["runtime_version"] = std::string(info.runtime_version);
+    out.append(d);
+  }
+  return out;
+}
+
 void def_streams(py::module_& m) {
   m.def("current_stream", [](int32_t d) {
     accel_stream_t s = nullptr;
@@ -407,6 +446,7 @@ void def_streams(py::module_& m) {
   m.def("stream_wait_event", [](std::uintptr_t s, std::uintptr_t e) {
     check(accel_stream_wait_event(stream_of(s), event_of(e)));
   });
+  m.def("backends", &backends);
   m.def("launch_host_func", &launch_host_func);
   m.def("drain_host_calls", &drain_host_calls);
 }
