@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Runs the Python package's pytest suite on one backend, as a Meson test.
 
-usage: run_pytest.py --backend NAME --build-python DIR [--devices N] -- PYTEST_ARGS
+usage: run_pytest.py --backend NAME --build-python DIR [--devices N]
+                     [--preload 'LIB ...'] -- PYTEST_ARGS
+
+--preload (a sanitizer build) names the sanitizer runtimes to preload.
 
 Exits 77, saying why, when the suite cannot run its subject: pytest or
 numpy missing for this interpreter, or the backend is not the current
@@ -31,6 +34,7 @@ def main():
     ap.add_argument("--backend", required=True)
     ap.add_argument("--build-python", required=True)
     ap.add_argument("--devices", type=int, default=0)
+    ap.add_argument("--preload", default="")
     ap.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     for module in ("pytest", "numpy"):
@@ -42,6 +46,13 @@ def main():
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["ACCEL_TEST_BACKEND"] = args.backend
     env["ACCEL_TEST_DEVICES"] = str(args.devices)
+    if args.preload:
+        # A sanitizer build: its runtimes first, the interpreter's memory
+        # through malloc. CPython's own allocations at exit are not freed
+        # by design, so leak detection is off for these runs.
+        env["LD_PRELOAD"] = " ".join([args.preload] + [p for p in [env.get("LD_PRELOAD")] if p])
+        env["PYTHONMALLOC"] = "malloc"
+        env["ASAN_OPTIONS"] = ":".join([o for o in [env.get("ASAN_OPTIONS")] if o] + ["detect_leaks=0"])
     probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                            text=True, timeout=120)
     if probe.returncode != 0:
