@@ -18,6 +18,20 @@ def test_current_stream_forms(accel):
         accel.current_stream("cpu")
 
 
+# accel_native_type_t of each backend's handles.
+NATIVE_TYPES = {"cuda": 1, "hip": 2, "level_zero": 3, "opencl": 4, "sim": 5}
+
+
+def test_native_handles(accel):
+    s = accel.Stream()
+    native = s.native()
+    assert native["backend"] == BACKEND and native["type"] == NATIVE_TYPES[BACKEND]
+    assert native["handle"] == s.native_handle != 0
+    assert accel.current_stream().native_handle != s.native_handle
+    if BACKEND == "cuda":
+        assert native["context"] != 0 and native["ordinal"] == 0
+
+
 def test_stream_by_id(accel):
     s = accel.Stream(priority=0)
     named = accel.Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=BACKEND)
