@@ -306,6 +306,111 @@ class HostBuffer {
   size_t nbytes_ = 0;
 };
 
+// --- DLPack -------------------------------------------------------------------
+
+// DLPack's C ABI (dlpack.h 0.8, dmlc.github.io/dlpack): what a PyCapsule
+// named "dltensor" points at. Declared here from the specification: Debian
+// ships no dlpack.h.
+struct DLDevice {
+  int32_t device_type;  // DLDeviceType
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // DLDataTypeCode
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // NULL: compact, row-major
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+constexpr uint8_t kDLUInt = 1;
+
+// The tensor and what keeps its memory alive: a reference to the buffer
+// object, dropped by the deleter (the consumer's, or the capsule's when
+// nothing consumed it).
+struct DLPackOwner {
+  DLManagedTensor tensor{};
+  int64_t shape[1] = {0};
+  PyObject* owner = nullptr;
+};
+
+void dlpack_delete(DLManagedTensor* t) {
+  auto* m = static_cast<DLPackOwner*>(t->manager_ctx);
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_XDECREF(m->owner);
+  PyGILState_Release(gil);
+  delete m;
+}
+
+void dlpack_capsule_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "used_dltensor")) return;  // a consumer owns it
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (t != nullptr && t->deleter != nullptr) t->deleter(t);
+  PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
+}
+
+// A 1-D uint8 DLPack capsule over `nbytes` at `data` on (device_type, id).
+py::object dlpack_capsule(py::object owner, std::uintptr_t data, size_t nbytes, int32_t device_type,
+                          int32_t device_id) {
+  auto* m = new DLPackOwner;
+  m->shape[0] = static_cast<int64_t>(nbytes);
+  DLTensor& t = m->tensor.dl_tensor;
+  t.data = reinterpret_cast<void*>(data);
+  t.device = {device_type, device_id};
+  t.ndim = 1;
+  t.dtype = {kDLUInt, 8, 1};
+  t.shape = m->shape;
+  m->tensor.manager_ctx = m;
+  m->tensor.deleter = dlpack_delete;
+  m->owner = owner.release().ptr();
+  PyObject* capsule = PyCapsule_New(&m->tensor, "dltensor", dlpack_capsule_destructor);
+  if (capsule == nullptr) {
+    Py_DECREF(m->owner);
+    delete m;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+// Makes the vendor queue `native` (a consumer's stream, as DLPack passes
+// it) wait for the work queued so far on the current stream of `device`:
+// an event of that stream, waited for through a borrowed accel stream
+// wrapping the queue (accel_stream_from_native), released at once.
+void order_native(int32_t device, std::uintptr_t native) {
+  accel_stream_t cur = nullptr;
+  check(accel_current_stream(device, &cur));
+  accel_native_handle_t mine{};
+  mine.struct_size = sizeof mine;
+  check(accel_stream_native_handle(cur, &mine));
+  accel_native_handle_t theirs{};
+  theirs.struct_size = sizeof theirs;
+  theirs.type = mine.type;
+  theirs.handle = reinterpret_cast<void*>(native);
+  accel_stream_t wrapped = nullptr;
+  check(accel_stream_from_native(device, &theirs, 0, &wrapped));
+  accel_event_t ev = nullptr;
+  accel_status_t st = accel_event_create(device, ACCEL_EVENT_DEFAULT, &ev);
+  if (st == ACCEL_SUCCESS) st = accel_event_record(ev, cur);
+  if (st == ACCEL_SUCCESS) st = accel_stream_wait_event(wrapped, ev);
+  if (ev != nullptr) (void)accel_event_destroy(ev);
+  (void)accel_stream_destroy(wrapped);
+  check(st);
+}
+
 // --- module -------------------------------------------------------------------
 
 void def_errors(py::module_& m) {
@@ -543,6 +648,8 @@ void def_buffers(py::module_& m) {
       .def_property_readonly("ptr", &HostBuffer::ptr)
       .def_property_readonly("nbytes", &HostBuffer::nbytes)
       .def_buffer(&HostBuffer::info);
+  m.def("dlpack_capsule", &dlpack_capsule);
+  m.def("order_native", &order_native);
 }
 
 }  // namespace

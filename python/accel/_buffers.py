@@ -7,6 +7,19 @@ from ._streams import Stream, _wrap
 
 __all__ = ["DeviceBuffer", "HostBuffer"]
 
+# DLPack's DLDeviceType of each backend's device memory; host memory is kDLCPU
+# (numpy.from_dlpack takes only that).
+kDLCPU = 1
+_DLPACK_DEVICE_TYPES = {"cuda": 2, "opencl": 4, "hip": 10, "level_zero": 14}
+kDLExtDev = 12  # sim, and any backend DLPack has no type for
+
+
+def _no_copy_checks(copy, dl_device, want):
+    if copy:
+        raise BufferError("__dlpack__: copy=True is not supported (the capsule views the memory)")
+    if dl_device is not None and tuple(dl_device) != want:
+        raise BufferError(f"__dlpack__: the buffer is on DLPack device {want}, not {tuple(dl_device)}")
+
 
 def _stream_id(stream):
     if stream is None:
@@ -75,6 +88,37 @@ class DeviceBuffer(_accel.DeviceBuffer):
         (accel_record_stream, torch.Tensor.record_stream)."""
         self._record_stream(_stream_id(stream))
 
+    def __dlpack_device__(self):
+        """(DLDeviceType, device index): kDLCUDA, kDLROCM, kDLOneAPI,
+        kDLOpenCL, or kDLExtDev for sim."""
+        backend = _accel.current_accelerator()
+        return (_DLPACK_DEVICE_TYPES.get(backend, kDLExtDev), self.device_index)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (1-D uint8, nbytes long) viewing this buffer; it
+        keeps the buffer alive. `stream`: the consumer's stream, which is
+        made to wait for the work queued so far on the current stream of the
+        buffer's device: an accel.Stream's stream_id, or a vendor queue
+        (CUstream, cl_command_queue, ...) as an int; -1: no ordering; None
+        (or 1 and 2, CUDA's legacy and per-thread default streams): the
+        current stream is synchronized."""
+        _no_copy_checks(copy, dl_device, self.__dlpack_device__())
+        if stream is None or stream in (1, 2):
+            _accel.stream_synchronize(_accel.current_stream(self.device_index))
+        elif stream != -1:
+            _order_stream(stream, self.device_index)
+        return _accel.dlpack_capsule(self, self.ptr, self.nbytes, *self.__dlpack_device__())
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 (on the cuda backend only): a 1-D uint8
+        array of nbytes, with the current stream of the buffer's device."""
+        if _accel.current_accelerator() != "cuda":
+            raise AttributeError("__cuda_array_interface__ is only defined on the cuda backend")
+        handle = _accel.stream_native_handle(_accel.current_stream(self.device_index))["handle"]
+        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                "version": 3, "strides": None, "stream": handle or 1}
+
     def __repr__(self):
         return f"accel.DeviceBuffer(nbytes={self.nbytes}, device={self.device}, ptr={self.ptr:#x})"
 
@@ -95,5 +139,35 @@ class HostBuffer(_accel.HostBuffer):
     def __len__(self):
         return self.nbytes
 
+    def __dlpack_device__(self):
+        """(kDLCPU, 0): pinned memory is host memory to a consumer."""
+        return (kDLCPU, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (1-D uint8) viewing this buffer without a copy,
+        keeping it alive: numpy.from_dlpack(buf). `stream` must be None
+        or -1 (host memory has no stream)."""
+        _no_copy_checks(copy, dl_device, self.__dlpack_device__())
+        if stream not in (None, -1):
+            raise BufferError("__dlpack__: a host buffer takes no stream")
+        return _accel.dlpack_capsule(self, self.ptr, self.nbytes, kDLCPU, 0)
+
     def __repr__(self):
         return f"accel.HostBuffer(nbytes={self.nbytes}, ptr={self.ptr:#x})"
+
+
+def _order_stream(stream, device_index):
+    if isinstance(stream, Stream):
+        stream = stream.stream_id
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(f"__dlpack__: stream must be an int or None, got {stream!r}")
+    from ._streams import _known, _known_lock
+    with _known_lock:
+        known = stream in _known
+    current = _accel.current_stream(device_index)
+    if known:
+        if stream != current:
+            consumer = _wrap(stream)
+            consumer.wait_stream(_wrap(current))
+    else:
+        _accel.order_native(device_index, stream)
