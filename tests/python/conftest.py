@@ -3,6 +3,7 @@ import contextlib
 import faulthandler
 import os
 import sys
+import threading
 
 import pytest
 
@@ -29,6 +30,22 @@ def two_devices(accel):
     if accel.device_count() < 2:
         pytest.skip(f"{BACKEND} has {accel.device_count()} device(s); this needs 2")
     return accel
+
+
+@pytest.fixture
+def gates():
+    """Makes gates (threading.Event) for host functions to wait on; all are
+    opened when the test ends, failed or not, so no stream stays blocked
+    (the accel fixture's synchronize would wait for it forever)."""
+    made = []
+
+    def make():
+        made.append(threading.Event())
+        return made[-1]
+
+    yield make
+    for g in made:
+        g.set()
 
 
 @contextlib.contextmanager

@@ -130,12 +130,11 @@ def test_host_buffer_zero_copy(accel):
         accel.HostBuffer(0)
 
 
-def test_collected_with_copy_queued(accel):
+def test_collected_with_copy_queued(accel, gates):
     """A DeviceBuffer collected while a copy into it is still queued behind a
     gate: freed in stream order, so the copy runs on live memory."""
-    import threading
     s = accel.Stream()
-    gate = threading.Event()
+    gate = gates()
     base = accel.memory_allocated()
     src = accel.HostBuffer(1 << 16)
     np.frombuffer(src, dtype=np.uint8)[:] = 7
@@ -218,12 +217,11 @@ def test_device_buffer_dlpack(accel):
         accel.DeviceBuffer(8).__dlpack__(copy=True)
 
 
-def test_dlpack_stream_is_ordered(accel):
+def test_dlpack_stream_is_ordered(accel, gates):
     """The consumer's stream waits for the producer's current stream."""
-    import threading
     buf = accel.DeviceBuffer(64)
     consumer = accel.Stream()
-    gate = threading.Event()
+    gate = gates()
     accel.current_stream().launch_host_func(gate.wait)
     cap = buf.__dlpack__(stream=consumer.stream_id)
     marker = consumer.record_event()
@@ -233,7 +231,7 @@ def test_dlpack_stream_is_ordered(accel):
     del cap
     # A vendor queue as the stream: ordered through a borrowed wrapper.
     native_consumer = accel.Stream()
-    gate2 = threading.Event()
+    gate2 = gates()
     accel.current_stream().launch_host_func(gate2.wait)
     cap = buf.__dlpack__(stream=native_consumer.native_handle)
     marker = native_consumer.record_event()
