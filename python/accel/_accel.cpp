@@ -126,7 +126,10 @@ void launch_host_func(std::uintptr_t stream, py::object fn) {
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("launch_host_func: fn must be callable");
   PyObject* raw = fn.release().ptr();
   g_host_calls_pending.fetch_add(1);
-  accel_status_t st = accel_launch_host_func(stream_of(stream), run_host_call, raw);
+  // Without the GIL: a backend may run the function before the call
+  // returns, or wait for room in its queue while an earlier one needs the GIL.
+  accel_status_t st =
+      nogil([&] { return accel_launch_host_func(stream_of(stream), run_host_call, raw); });
   if (st != ACCEL_SUCCESS) {
     g_host_calls_pending.fetch_sub(1);
     Py_DECREF(raw);
@@ -523,7 +526,10 @@ void def_streams(py::module_& m) {
     return id_of(s);
   });
   m.def("stream_destroy", [](std::uintptr_t s) { check(accel_stream_destroy(stream_of(s))); });
-  m.def("stream_query", [](std::uintptr_t s) { return ready(accel_stream_query(stream_of(s))); });
+  // Without the GIL: Level Zero and OpenCL may wait briefly (accel_stream_query).
+  m.def("stream_query", [](std::uintptr_t s) {
+    return ready(nogil([&] { return accel_stream_query(stream_of(s)); }));
+  });
   m.def("stream_synchronize", [](std::uintptr_t s) {
     check(nogil([&] { return accel_stream_synchronize(stream_of(s)); }));
   });
