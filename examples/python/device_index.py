@@ -1,6 +1,7 @@
 # device_index.py - torch.accelerator's device_index example (PyTorch PR
 # #148864), as written there with torch.accelerator replaced by accel.
-# Needs two devices: ACCEL_SIM_DEVICES=2 meson devenv -C build python3 examples/python/device_index.py
+# Needs two devices; from the source tree:
+#   ACCEL_SIM_DEVICES=2 meson devenv -C build -w . /usr/bin/python3 examples/python/device_index.py
 import accel
 
 src = 0
