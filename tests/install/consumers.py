@@ -22,6 +22,10 @@ outside consumer would:
   plugins-missing  with the staged plugin folder removed, the staged
            accelctl's Selection line and the warning name it "(does not
            exist)" among the folders searched
+  python   the staged package accel (docs/python.md): `import accel` with
+           only PYTHONPATH set, from outside both trees; the extension finds
+           the staged libaccelcore through its RUNPATH, which finds the
+           staged plugins; examples/python/device_index.py runs on sim
   readme   README.md and docs/ quote every file of examples/ verbatim (no
            install)
 
@@ -610,7 +614,46 @@ def step_readme(args, tmp):
                f"the example marker in {places[0][0]} names an existing file ({rel})")
 
 
-STEPS = {"layout": step_layout, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
+def step_python(args, tmp):
+    if args.sanitize not in ("", "none"):
+        # The interpreter is not instrumented: it would need the sanitizer
+        # runtime preloaded (tests/python/run_pytest.py does that for the
+        # build tree's package, suite python).
+        log(f"SKIP: a {args.sanitize} build's package runs under its suite python only")
+        return SKIP
+    st = Stage(args, tmp)
+    st.install()
+    pkg = Path(str(st.destdir) + args.python_dir)
+    expect((pkg / "__init__.py").is_file() and (pkg / "__init__.pyi").is_file()
+           and (pkg / "py.typed").is_file(), f"the package and its stubs are installed in {pkg}")
+    exts = sorted(pkg.glob("_accel*.so"))
+    expect(len(exts) == 1, f"one extension module accel._accel is installed ({exts})")
+    readelf = shutil.which("readelf")
+    if readelf:
+        entries, has_rpath = runpath_entries(readelf, exts[0])
+        expect(not has_rpath and entries and all(e.startswith("$ORIGIN") for e in entries),
+               f"the extension's RUNPATH is relative to its folder ({entries})")
+    env = st.env(ld_path=False)
+    env.pop("ACCEL_PLUGIN_PATH", None)
+    env.update({"ACCEL_BACKEND": "sim", "ACCEL_SIM_DEVICES": "2", "PYTHONPATH": str(pkg.parent),
+                "PYTHONDONTWRITEBYTECODE": "1"})
+    work = tmp / "py"
+    work.mkdir()
+    p = run([args.python, "-c", "import accel; print(accel.__file__); "
+             "print(accel.current_accelerator(), accel.device_count())"], cwd=work, env=env,
+            check=False)
+    lines = p.stdout.splitlines()
+    expect(p.returncode == 0 and len(lines) >= 2 and Path(lines[-2]).parent == pkg,
+           f"import accel takes the staged package from {pkg}")
+    expect(lines[-1] == "sim 2", "the staged plugins are found: sim with 2 devices is current")
+    example = work / "device_index.py"
+    shutil.copy(Path(args.source_root) / "examples" / "python" / "device_index.py", example)
+    p = run([args.python, str(example)], cwd=work, env=env, check=False)
+    expect(p.returncode == 0 and "device_index: sim 1 then 0: ok" in p.stdout,
+           "examples/python/device_index.py runs on the staged package")
+
+
+STEPS = {"layout": step_layout, "python": step_python, "c": step_c, "cxx": step_cxx, "plugin": step_plugin,
          "plugins-found": step_plugins_found, "plugins-missing": step_plugins_missing,
          "opencl": step_opencl, "readme": step_readme}
 
@@ -631,6 +674,8 @@ def main():
     ap.add_argument("--sanitize", default="none", help="the build's b_sanitize option")
     ap.add_argument("--cc", default="", help="the build's C compiler (sanitizer builds)")
     ap.add_argument("--cxx", default="", help="the build's C++ compiler (sanitizer builds)")
+    ap.add_argument("--python", default="", help="the interpreter the package is built for")
+    ap.add_argument("--python-dir", default="", help="the folder meson installs the package in")
     ap.add_argument("--exe", action="append", default=None,
                     help="an executable meson installs in bindir (repeat); "
                          "default: accelctl and accel-conformance")
