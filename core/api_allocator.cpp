@@ -182,6 +182,7 @@ accel_status_t accel_empty_cache(int32_t device) {
     if (capturing_anywhere()) [[unlikely]] {
       if (auto st = refuse_unsafe(fn, b, target); st != ACCEL_SUCCESS) return st;
     }
+    drain_pending();  // destroyed graphs' memory whose replays have completed
     DeviceMemory* m = find_device_memory(*b, target);
     if (m == nullptr || !caching_allocator()) return ACCEL_SUCCESS;  // nothing cached
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;

@@ -142,6 +142,7 @@ accel_status_t accel_stream_begin_capture(accel_stream_t stream, accel_capture_m
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: unknown capture mode {}", fn,
                    static_cast<int>(mode));
     }
+    drain_pending();
     return begin_capture(fn, stream, mode, pool);
   });
 }
@@ -184,6 +185,7 @@ accel_status_t accel_graph_replay(accel_graph_t graph, accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_graph(fn, graph); st != ACCEL_SUCCESS) return st;
+    drain_pending();
     Backend& b = *graph->backend;
     if (auto st = ensure_ready(b); st != ACCEL_SUCCESS) return st;
     if (stream == nullptr) {
@@ -207,7 +209,10 @@ accel_status_t accel_graph_replay(accel_graph_t graph, accel_stream_t stream) {
 
 accel_status_t accel_graph_destroy(accel_graph_t graph) {
   const char* const fn = __func__;
-  return guarded(fn, [&] { return destroy_graph(fn, graph); });
+  return guarded(fn, [&] {
+    drain_pending();
+    return destroy_graph(fn, graph);
+  });
 }
 
 accel_status_t accel_graph_debug_dump(accel_graph_t graph, const char* path) {

@@ -58,8 +58,18 @@ struct Capture {
   std::unordered_map<const accel_event_s*, CapturedEvent> events;
 };
 
+// Blocks of a released pool under backend:native, whose frees are not
+// stream-ordered: freed once the markers recorded on the streams that
+// replayed them have completed (drain_pending).
+struct PendingRelease {
+  Backend* backend = nullptr;
+  std::vector<GraphPool::Block> blocks;
+  std::vector<accel_plugin_event_t> markers;
+};
+
 struct Registry {
   std::mutex mutex;
+  std::vector<PendingRelease> pending;
   std::unordered_map<const accel_stream_s*, Capture*> streams;
   std::unordered_map<const accel_event_s*, Capture*> events;
   std::vector<std::unique_ptr<Capture>> captures;
@@ -185,28 +195,58 @@ std::unique_ptr<Capture> end_locked(Registry& r, Capture* c) {
   return owned;
 }
 
+void free_now(const std::vector<GraphPool::Block>& blocks) {
+  for (const GraphPool::Block& blk : blocks)
+    free_device_memory("accel_graph_destroy", blk.ptr, false, nullptr, nullptr);
+}
+
+// A marker on `s` for a pending release under backend:native; without
+// events, a stream synchronize (the one host wait left).
+void mark_stream(accel_stream_s* s, PendingRelease& pr) {
+  Backend& b = *s->backend;
+  accel_plugin_event_t ev = nullptr;
+  if (b.api.event_create != nullptr && call_plugin(b, "event_create", [&] {
+                                         return b.api.event_create(s->device, 0, &ev);
+                                       }) == ACCEL_SUCCESS) {
+    if (call_plugin(b, "event_record", [&] { return b.api.event_record(ev, s->native); }) ==
+        ACCEL_SUCCESS) {
+      pr.markers.push_back(ev);
+      return;
+    }
+    call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(ev); });
+  }
+  if (!running_on_stream(s))
+    call_plugin(b, "stream_synchronize", [&] { return b.api.stream_synchronize(s->native); });
+}
+
 // The pool's blocks back to the allocator, behind the work of every stream
-// that replayed them: record_stream for the caching allocator (no host
-// wait), a stream synchronize under backend:native (its frees are not
-// stream-ordered).
-void free_blocks(const Release& rel) {
+// that replayed them, never waiting on the host: record_stream for the
+// caching allocator; markers and a pending release under backend:native.
+void free_blocks(Release& rel) {
   if (rel.blocks.empty()) return;
   LastErrorScope keep;
+  PendingRelease pr;
   for (auto [s, generation] : rel.streams) {
     if (!live(s) || s->generation.load(std::memory_order_acquire) != generation) continue;
-    if (caching_allocator()) {
-      for (const GraphPool::Block& blk : rel.blocks) {
-        Allocation entry;
-        if (find_entry(blk.ptr, entry) && entry.owner != nullptr)
-          entry.owner->allocator.record_stream(blk.ptr, s);
-      }
-    } else if (!running_on_stream(s)) {
-      Backend& b = *s->backend;
-      call_plugin(b, "stream_synchronize", [&] { return b.api.stream_synchronize(s->native); });
+    pr.backend = s->backend;
+    if (!caching_allocator()) {
+      mark_stream(s, pr);
+      continue;
+    }
+    for (const GraphPool::Block& blk : rel.blocks) {
+      Allocation entry;
+      if (find_entry(blk.ptr, entry) && entry.owner != nullptr)
+        entry.owner->allocator.record_stream(blk.ptr, s);
     }
   }
-  for (const GraphPool::Block& blk : rel.blocks)
-    free_device_memory("accel_graph_destroy", blk.ptr, false, nullptr, nullptr);
+  if (pr.markers.empty()) {
+    free_now(rel.blocks);
+    return;
+  }
+  pr.blocks = std::move(rel.blocks);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.pending.push_back(std::move(pr));
 }
 
 // Refuses `fn` in every capture `pick` selects; the first refusal's status.
@@ -224,6 +264,34 @@ accel_status_t refuse_where(const char* fn, const std::string& what, Pick&& pick
 }
 
 }  // namespace
+
+void drain_pending() {
+  Registry& r = registry();
+  std::vector<PendingRelease> all;
+  {
+    std::lock_guard lock(r.mutex);
+    if (r.pending.empty()) return;
+    all.swap(r.pending);
+  }
+  LastErrorScope keep;
+  std::vector<PendingRelease> waiting;
+  for (PendingRelease& pr : all) {
+    Backend& b = *pr.backend;
+    bool done = true;
+    for (accel_plugin_event_t ev : pr.markers)
+      done = done && b.api.event_query(ev) == ACCEL_SUCCESS;  // never waits
+    if (!done) {
+      waiting.push_back(std::move(pr));
+      continue;
+    }
+    for (accel_plugin_event_t ev : pr.markers)
+      call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(ev); });
+    free_now(pr.blocks);
+  }
+  if (waiting.empty()) return;
+  std::lock_guard lock(r.mutex);
+  for (PendingRelease& pr : waiting) r.pending.push_back(std::move(pr));
+}
 
 GraphOp kernel_op(accel_kernel_s* k, accel_dim3_t grid, accel_dim3_t block, size_t shared_bytes,
                   const accel_kernel_arg_t* args, size_t num_args) {

@@ -172,5 +172,9 @@ accel_status_t begin_replay(const char* fn, accel_graph_s* g, accel_stream_s* s)
 accel_status_t destroy_graph(const char* fn, accel_graph_s* g);
 uint64_t new_pool_handle(Backend* b, int32_t device);
 accel_status_t graph_pool_id(const char* fn, const accel_graph_s* g, uint64_t* pool);
+// Frees the blocks of released pools whose replays have completed (under
+// backend:native, where frees are not stream-ordered); waits for nothing.
+// The graph entry points call it.
+void drain_pending();
 
 }  // namespace accel::core
