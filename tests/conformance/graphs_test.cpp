@@ -272,13 +272,24 @@ TEST_CASE("graphs: replay of another device's graph is refused", "[graphs]") {
   if (!has_graph_groups("another device") || !need_devices(2)) return;
   Stream s0(0), s1(1);
   DeviceMem a(0, kBytes);
+  std::atomic<int> ran{0};
+  const bool host_fn = has_cap(ACCEL_CAP_HOST_FUNCTIONS);
   Graph graph;
   ACCEL_REQUIRE_OK(accel_stream_begin_capture(s0, ACCEL_CAPTURE_MODE_GLOBAL, 0));
+  if (host_fn) {  // first, so a replay that started queueing shows
+    ACCEL_REQUIRE_OK(accel_launch_host_func(
+        s0, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, &ran));
+  }
   ACCEL_REQUIRE_OK(accel_memset_async(a.get(), 1, kBytes, s0));
   ACCEL_REQUIRE_OK(accel_stream_end_capture(s0, &graph.g));
-  ACCEL_CHECK_ERROR(accel_graph_replay(graph.g, s1), ACCEL_ERROR_DEVICE_MISMATCH);
+  FreshResult r = run_in_fresh_thread([&] { return accel_graph_replay(graph.g, s1); });
+  CHECK(r.status == ACCEL_ERROR_DEVICE_MISMATCH);
+  CHECK(contains_ci(r.after, "graph"));
+  ACCEL_REQUIRE_OK(stream_synchronize(s1));
+  CHECK(ran.load() == 0);  // nothing of it was queued
   ACCEL_REQUIRE_OK(accel_graph_replay(graph.g, s0));
   ACCEL_REQUIRE_OK(stream_synchronize(s0));
+  if (host_fn) CHECK(ran.load() == 1);
 }
 
 TEST_CASE("graphs: capture on a default stream is refused", "[graphs]") {
