@@ -84,6 +84,12 @@ Registry& registry() {
   return *r;
 }
 
+}  // namespace
+
+std::mutex& graph_registry_mutex() { return registry().mutex; }
+
+namespace {
+
 // What a pool's release hands back once the lock is let go.
 struct Release {
   std::vector<GraphPool::Block> blocks;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,10 @@ accel_status_t refuse_unsafe(const char* fn, const Backend* b, int32_t device);
 void on_stream_destroy(accel_stream_s* s);
 // accel_event_destroy: a captured event leaves its capture.
 void on_event_destroy(const accel_event_s* e);
+
+// The capture registry's lock (fork.cpp takes it after the event pool's and
+// before the stream names', the one lock taken under it but the logger's).
+std::mutex& graph_registry_mutex();
 
 // Graphs holding kernels of `m` (accel_module_unload refuses while > 0).
 uint32_t graphs_holding(const accel_module_s* m);
