@@ -359,7 +359,9 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     return st;
   });
   // pick_stream chose the stream in place: `stream` is the one copied on.
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+  // A copy recorded by a capture ran nothing: the sanitizer sees no access.
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream))
+      [[unlikely]] {
     sanitizer::on_read(src, stream, {fn, caller});
     sanitizer::on_write(dst, stream, {fn, caller});
   }
@@ -391,7 +393,7 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (span) span.end(st, {.kind = SpanKind::memset, .bytes = bytes});
     return st;
   });
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]]
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream)) [[unlikely]]
     sanitizer::on_write(dst, stream, {fn, caller});
   return result;
 }

@@ -138,7 +138,8 @@ accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, const void
     }
     return peer_copy(fn, dst, d, src, s, bytes, stream);
   });
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream))
+      [[unlikely]] {
     sanitizer::on_read(src, stream, {fn, caller});
     sanitizer::on_write(dst, stream, {fn, caller});
   }

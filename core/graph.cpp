@@ -645,6 +645,13 @@ accel_status_t end_capture(const char* fn, accel_stream_s* s, accel_graph_s** gr
   return st;
 }
 
+bool in_capture(const accel_stream_s* s) {
+  if (!capturing_anywhere()) return false;
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return capture_of(r, s) != nullptr;
+}
+
 accel_capture_status_t capture_status(const accel_stream_s* s) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

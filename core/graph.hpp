@@ -115,6 +115,9 @@ accel_status_t refuse_device_capture(const char* fn, const Backend* b, int32_t d
 // unload on the capturing device):
 accel_status_t refuse_unsafe(const char* fn, const Backend* b, int32_t device);
 
+// Whether `s` is in a capture (the stream sanitizer skips recorded work).
+bool in_capture(const accel_stream_s* s);
+
 // accel_stream_destroy of a stream in a capture: the capture it began ends
 // (discarded), the capture it joined is invalidated.
 void on_stream_destroy(accel_stream_s* s);
