@@ -1613,17 +1613,17 @@ ACCEL_API accel_status_t accel_graph_debug_dump(accel_graph_t graph, const char*
 /* *pool is a new memory pool handle of `device` (negative: the current
  * device) to pass to accel_stream_begin_capture, so that several graphs
  * share their memory (torch.accelerator.graph_pool_handle,
- * cudaGraphPoolHandle). The pool exists while a capture or graph uses it;
- * a handle no capture ever used costs nothing. Never 0. Thread-safe.
- * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (pool NULL),
+ * cudaGraphPoolHandle), valid for the process's life; its memory is held
+ * while a capture or graph uses the pool. Never 0. Thread-safe. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (pool NULL),
  * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
  * ACCEL_ERROR_FORKED. */
 ACCEL_API accel_status_t accel_graph_pool_handle(int32_t device, uint64_t* pool);
 
 /* *pool is the handle of the memory pool `graph`'s allocations come from
- * (torch's Graph.pool), to share it with a later capture. Thread-safe.
- * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or destroyed, pool
- * NULL). */
+ * (torch's Graph.pool), to share with a capture while a graph uses it.
+ * Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or
+ * destroyed, pool NULL). */
 ACCEL_API accel_status_t accel_graph_pool(accel_graph_t graph, uint64_t* pool);
 
 #ifdef __cplusplus
