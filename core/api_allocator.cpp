@@ -10,6 +10,7 @@
 #include "checks.hpp"
 #include "device_memory.hpp"
 #include "error.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
@@ -100,6 +101,9 @@ accel_status_t accel_malloc_async(size_t bytes, accel_stream_t stream, void** pt
     if (auto st = pick_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     Backend& b = *stream->backend;
     if (auto st = require_memory_ops(fn, b); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto r = alloc_in_capture(fn, stream, bytes, caller, ptr); r.recorded) return r.status;
+    }
     auto st = allocate_device_memory(fn, b, stream->device, stream, bytes, caller, ptr);
     if (trace_on()) [[unlikely]]
       trace_alloc_result(b, stream->device, bytes, *ptr, st);
@@ -118,6 +122,15 @@ accel_status_t accel_free_async(void* ptr, accel_stream_t stream) {
                    fn);
     }
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (capturing_anywhere()) [[unlikely]] {
+      accel_stream_t s = stream;
+      Allocation a;
+      if (s == nullptr && find_allocation(ptr, a) && a.type == ACCEL_MEMORY_DEVICE)
+        current_stream(*a.backend, a.device, s);
+      if (s != nullptr) {
+        if (auto r = free_in_capture(fn, s, ptr); r.recorded) return r.status;
+      }
+    }
     if (sanitizer::on()) [[unlikely]]
       sanitizer::on_free(ptr, stream, {fn, caller});
     const TraceFree traced = trace_on() ? trace_free_lookup(ptr) : TraceFree{};
@@ -166,6 +179,10 @@ accel_status_t accel_empty_cache(int32_t device) {
     int32_t target = 0;
     if (auto st = check_device(fn, device, b, target, InitBackend::no); st != ACCEL_SUCCESS)
       return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_unsafe(fn, b, target); st != ACCEL_SUCCESS) return st;
+    }
+    drain_pending();  // destroyed graphs' memory whose replays have completed
     DeviceMemory* m = find_device_memory(*b, target);
     if (m == nullptr || !caching_allocator()) return ACCEL_SUCCESS;  // nothing cached
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;

@@ -7,6 +7,7 @@
 #include "callbacks.hpp"
 #include "checks.hpp"
 #include "error.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
 #include "log.hpp"
@@ -207,6 +208,9 @@ accel_status_t accel_synchronize(int32_t device) {
                    fn, b->name, target);
     }
     if (auto st = ensure_ready(*b); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_device_capture(fn, b, target); st != ACCEL_SUCCESS) return st;
+    }
     auto st =
         call_plugin(*b, "device_synchronize", [&] { return b->api.device_synchronize(target); });
     if (sanitizer::on() && st == ACCEL_SUCCESS) [[unlikely]]

@@ -4,6 +4,7 @@
 #include "callbacks.hpp"
 #include "checks.hpp"
 #include "error.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
@@ -69,6 +70,8 @@ accel_status_t accel_event_destroy(accel_event_t event) {
     if (!event->magic.compare_exchange_strong(expected, kDeadMagic, std::memory_order_acq_rel)) {
       return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: event was already destroyed", fn);
     }
+    if (capturing_anywhere()) [[unlikely]]
+      on_event_destroy(event);
     Backend& b = *event->backend;
     auto st = call_plugin(b, "event_destroy", [&] { return b.api.event_destroy(event->native); });
     event_pool().release(event);
@@ -91,6 +94,9 @@ accel_status_t accel_event_record(accel_event_t event, accel_stream_t stream) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the event belongs to {} device {} but the stream to {} device {}", fn,
                    b.name, event->device, stream->backend->name, stream->device);
+    }
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto r = record_event(fn, event, stream); r.recorded) return r.status;
     }
     // Host-function launches number themselves (fetch_add); a record only
     // reads the count, so it compares >= the launches before it: no locked
@@ -115,6 +121,9 @@ accel_status_t accel_event_query(accel_event_t event) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_captured_event(fn, event); st != ACCEL_SUCCESS) return st;
+    }
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
     Backend& b = *event->backend;
     return call_plugin(b, "event_query", [&] { return b.api.event_query(event->native); });
@@ -125,6 +134,9 @@ accel_status_t accel_event_synchronize(accel_event_t event) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_event(fn, event); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_captured_event(fn, event); st != ACCEL_SUCCESS) return st;
+    }
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
     // From a host function: an event recorded on its own stream after it
     // completes only after the host function returns.
@@ -154,6 +166,10 @@ accel_status_t accel_event_elapsed_time(accel_event_t start, accel_event_t end, 
     if (ms == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: ms is NULL", fn);
     if (auto st = check_event(fn, start, "start event"); st != ACCEL_SUCCESS) return st;
     if (auto st = check_event(fn, end, "end event"); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_captured_event(fn, start); st != ACCEL_SUCCESS) return st;
+      if (auto st = refuse_captured_event(fn, end); st != ACCEL_SUCCESS) return st;
+    }
     if (start->backend != end->backend || start->device != end->device) {
       return failf(ACCEL_ERROR_DEVICE_MISMATCH,
                    "{}: the start event belongs to {} device {} but the end event to {} device {}",

@@ -7,6 +7,7 @@
 #include "callbacks.hpp"
 #include "checks.hpp"
 #include "error.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
@@ -211,6 +212,21 @@ accel_status_t free_device_memory(const char* fn, void* ptr, bool async, accel_s
 
 namespace {
 
+// accel_memcpy_async on a stream that may be capturing: recorded, or
+// refused for pageable host memory.
+Recorded capture_copy(const char* fn, void* dst, const void* src, size_t bytes,
+                      accel_memcpy_kind_t kind, const Allocation& host, accel_stream_s* stream) {
+  if (kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE && host.type == ACCEL_MEMORY_UNKNOWN)
+    return refuse_pageable_copy(fn, stream);
+  GraphOp op;
+  op.kind = OpKind::copy;
+  op.dst = dst;
+  op.src = src;
+  op.bytes = bytes;
+  op.copy_kind = kind;
+  return record_op(fn, stream, std::move(op));
+}
+
 accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void* caller) {
   const char* const fn = "accel_malloc";
   return guarded(fn, [&] {
@@ -220,6 +236,9 @@ accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void*
     int32_t target = 0;
     if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
     if (auto st = require_memory_ops(fn, *b); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_unsafe(fn, b, target); st != ACCEL_SUCCESS) return st;
+    }
     accel_stream_s* stream = nullptr;
     if (caching_allocator()) {
       // The thread's cached current stream (as accel_current_stream's fast
@@ -245,6 +264,12 @@ accel_status_t free_impl(void* ptr, const void* caller) {
   const char* const fn = "accel_free";
   return guarded(fn, [&] {
     if (ptr == nullptr) return ACCEL_SUCCESS;
+    if (capturing_anywhere()) [[unlikely]] {
+      Allocation a;
+      if (find_allocation(ptr, a)) {
+        if (auto st = refuse_unsafe(fn, a.backend, a.device); st != ACCEL_SUCCESS) return st;
+      }
+    }
     if (sanitizer::on()) [[unlikely]]
       sanitizer::on_free(ptr, nullptr, {fn, caller});
     if (trace_on()) [[unlikely]] {
@@ -316,6 +341,10 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     st = src_device ? check_device_range(fn, "src", src, bytes, *stream)
                     : check_host_pointer(fn, "src", src, host);
     if (st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto r = capture_copy(fn, dst, src, bytes, kind, host, stream); r.recorded)
+        return r.status;
+    }
     TraceSpan span(stream);
     if (kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE && host.type == ACCEL_MEMORY_UNKNOWN) {
       // Pageable host memory: staged or waited for, as CUDA does.
@@ -330,7 +359,9 @@ accel_status_t accel_memcpy_async(void* dst, const void* src, size_t bytes,
     return st;
   });
   // pick_stream chose the stream in place: `stream` is the one copied on.
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+  // A copy recorded by a capture ran nothing: the sanitizer sees no access.
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream))
+      [[unlikely]] {
     sanitizer::on_read(src, stream, {fn, caller});
     sanitizer::on_write(dst, stream, {fn, caller});
   }
@@ -348,13 +379,21 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (dst == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: dst is NULL", fn);
     if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      GraphOp op;
+      op.kind = OpKind::memset;
+      op.dst = dst;
+      op.value = value;
+      op.bytes = bytes;
+      if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
+    }
     TraceSpan span(stream);
     auto st = call_plugin(b, "memset_async",
                           [&] { return b.api.memset_async(dst, value, bytes, stream->native); });
     if (span) span.end(st, {.kind = SpanKind::memset, .bytes = bytes});
     return st;
   });
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]]
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream)) [[unlikely]]
     sanitizer::on_write(dst, stream, {fn, caller});
   return result;
 }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "checks.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
 #include "kernel_args.hpp"
@@ -41,7 +42,10 @@ std::string format_list(uint64_t mask) {
 // The current accelerator, ready, with the modules group and `device` resolved.
 accel_status_t module_device(const char* fn, int32_t device, Backend*& b, int32_t& target) {
   if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
-  return require_group(fn, *b, PluginGroup::modules);
+  if (auto st = require_group(fn, *b, PluginGroup::modules); st != ACCEL_SUCCESS) return st;
+  if (capturing_anywhere()) [[unlikely]]
+    return refuse_unsafe(fn, b, target);
+  return ACCEL_SUCCESS;
 }
 
 // The refusal of a handle that is not live: NULL, one of an object since
@@ -461,6 +465,16 @@ accel_status_t accel_module_unload(accel_module_t module) {
                    "itself",
                    fn, b.name, m->device);
     }
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_unsafe(fn, &b, m->device); st != ACCEL_SUCCESS) return st;
+    }
+    if (const uint32_t holds = graphs_holding(m); holds > 0) {
+      return failf(ACCEL_ERROR_INVALID_ARGUMENT,
+                   "{}: {} graph{} hold{} kernels of this module; destroy {} first (or end the "
+                   "capture that records them)",
+                   fn, holds, holds == 1 ? "" : "s", holds == 1 ? "s" : "",
+                   holds == 1 ? "it" : "them");
+    }
     // Dead first, so a launch or kernel lookup from here on is refused
     // instead of being queued behind the wait below and then running code
     // that is gone.
@@ -624,6 +638,12 @@ accel_status_t accel_launch_kernel(accel_kernel_t kernel, const accel_launch_con
         return st;
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return ACCEL_SUCCESS;  // nothing to run
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto r = record_op(fn, stream,
+                             kernel_op(k, grid, block, config->shared_bytes, args, num_args));
+          r.recorded)
+        return r.status;
+    }
     TraceSpan span(stream);
     auto st = call_plugin(b, "launch_kernel", [&] {
       return b.api.launch_kernel(k->native, grid, block, config->shared_bytes, args, num_args,

@@ -1,5 +1,6 @@
 // Peer access and copies between devices (ABI 1.1).
 #include "checks.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "host_services.hpp"
 #include "memory_table.hpp"
@@ -55,6 +56,16 @@ accel_status_t peer_copy(const char* fn, void* dst, int32_t dst_device, const vo
     return st;
   if (auto st = check_peer_range(fn, "src", src, bytes, b, src_device); st != ACCEL_SUCCESS)
     return st;
+  if (capturing_anywhere()) [[unlikely]] {
+    GraphOp op;
+    op.kind = OpKind::peer_copy;
+    op.dst = dst;
+    op.dst_device = dst_device;
+    op.src = src;
+    op.src_device = src_device;
+    op.bytes = bytes;
+    if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
+  }
   TraceSpan span(stream);
   auto st = call_plugin(b, "memcpy_peer_async", [&] {
     return b.api.memcpy_peer_async(dst, dst_device, src, src_device, bytes, stream->native);
@@ -127,7 +138,8 @@ accel_status_t accel_memcpy_peer_async(void* dst, int32_t dst_device, const void
     }
     return peer_copy(fn, dst, d, src, s, bytes, stream);
   });
-  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0) [[unlikely]] {
+  if (sanitizer::on() && result == ACCEL_SUCCESS && bytes != 0 && !in_capture(stream))
+      [[unlikely]] {
     sanitizer::on_read(src, stream, {fn, caller});
     sanitizer::on_write(dst, stream, {fn, caller});
   }

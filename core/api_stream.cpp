@@ -10,6 +10,7 @@
 #include "device_memory.hpp"
 #include "host_cache_hook.hpp"
 #include "error.hpp"
+#include "graph.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "host_services.hpp"
@@ -248,6 +249,8 @@ accel_status_t accel_stream_destroy(accel_stream_t stream) {
       stream->name[0] = '\0';
     }
     Backend& b = *stream->backend;
+    if (capturing_anywhere()) [[unlikely]]
+      on_stream_destroy(stream);
     // Cached memory of the stream moves to the default stream once the
     // stream's queued work is done (a marker recorded now, before it goes).
     retire_stream_memory(stream);
@@ -266,6 +269,9 @@ accel_status_t accel_stream_query(accel_stream_t stream) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_captured_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    }
     Backend& b = *stream->backend;
     return call_plugin(b, "stream_query", [&] { return b.api.stream_query(stream->native); });
   });
@@ -277,6 +283,9 @@ accel_status_t accel_stream_synchronize(accel_stream_t stream) {
     if (auto st = check_stream(fn, stream); st != ACCEL_SUCCESS) return st;
     if (auto st = check_not_own_stream(fn, stream, "synchronizing it"); st != ACCEL_SUCCESS)
       return st;
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto st = refuse_captured_stream(fn, stream); st != ACCEL_SUCCESS) return st;
+    }
     Backend& b = *stream->backend;
     auto st = call_plugin(b, "stream_synchronize",
                           [&] { return b.api.stream_synchronize(stream->native); });
@@ -311,6 +320,9 @@ accel_status_t accel_stream_wait_event(accel_stream_t stream, accel_event_t even
     if (b.api.stream_wait_event == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support stream_wait_event",
                    fn, b.name);
+    }
+    if (capturing_anywhere()) [[unlikely]] {
+      if (auto r = record_wait(fn, stream, event); r.recorded) return r.status;
     }
     // A never-recorded event is complete: nothing to wait for.
     if (!event->recorded.load(std::memory_order_acquire)) return ACCEL_SUCCESS;
@@ -377,6 +389,13 @@ accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_
     if (b.api.launch_host_func == nullptr) {
       return failf(ACCEL_ERROR_NOT_SUPPORTED, "{}: backend '{}' does not support host functions",
                    fn, b.name);
+    }
+    if (capturing_anywhere()) [[unlikely]] {
+      GraphOp op;
+      op.kind = OpKind::host_func;
+      op.fn = host_fn;
+      op.user_data = user_data;
+      if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
     }
     // The plugin runs the core's trampoline, which marks the thread as
     // running a host function of this stream while user code runs.

@@ -6,6 +6,7 @@
 #include "handles.hpp"
 #include "log.hpp"
 #include "device_memory.hpp"
+#include "graph.hpp"
 #include "host_cache_hook.hpp"
 #include "memory_table.hpp"
 #include "runtime.hpp"
@@ -70,6 +71,7 @@ void prepare() {
   allocation_mutex().lock();
   stream_pool().mutex().lock();
   event_pool().mutex().lock();
+  graph_registry_mutex().lock();
   stream_name_mutex().lock();
   sanitizer::lock_for_fork();
   lock_log();
@@ -84,6 +86,7 @@ void release() {
     return;
   }
   stream_name_mutex().unlock();
+  graph_registry_mutex().unlock();
   event_pool().mutex().unlock();
   stream_pool().mutex().unlock();
   allocation_mutex().unlock();

@@ -120,6 +120,9 @@ struct accel_module_s {
   accel_plugin_module_t native = nullptr;
   std::mutex kernels_mutex;              // guards kernels
   std::vector<accel_kernel_s*> kernels;  // one per name asked, unique
+  // Graphs (and captures) holding kernels of this module (graph.cpp):
+  // accel_module_unload is refused while any does.
+  std::atomic<uint32_t> graph_holds{0};
   accel_module_s* next_free = nullptr;
 };
 

@@ -92,7 +92,18 @@ extern "C" {
  *                           (a plugin's entry, init, device_count, lazy_init
  *                           or default_stream): answering would deadlock.
  *                           Plugins must not call the public API from their
- *                           callbacks (accel_plugin.h). */
+ *                           callbacks (accel_plugin.h).
+ *  ERROR_BUILD_FAILED       accel_module_load: every image the device takes
+ *                           failed to build or load.
+ *  ERROR_STREAM_CAPTURE_UNSUPPORTED  the call is not allowed while a stream
+ *                           capture is active (docs/graphs.md); nothing was
+ *                           done and the capture is now invalidated
+ *                           (cudaErrorStreamCaptureUnsupported).
+ *  ERROR_STREAM_CAPTURE_INVALIDATED  the capture was invalidated by an
+ *                           earlier call: accel_stream_end_capture returns
+ *                           it with no graph, and work queued on the
+ *                           capture's streams until then is refused with it
+ *                           (cudaErrorStreamCaptureInvalidated). */
 #define ACCEL_STATUS_MAP(XX)                                                           \
   XX(SUCCESS, 0, "success")                                                            \
   XX(ERROR_INVALID_ARGUMENT, 1, "invalid argument")                                    \
@@ -110,7 +121,10 @@ extern "C" {
   XX(ERROR_OUT_OF_RANGE, 13, "index out of range")                                     \
   XX(ERROR_INTERNAL, 14, "internal error")                                             \
   XX(ERROR_REENTRANT, 15, "called from a plugin callback while the core holds a lock") \
-  XX(ERROR_BUILD_FAILED, 16, "the kernel image failed to build or load on the device")
+  XX(ERROR_BUILD_FAILED, 16, "the kernel image failed to build or load on the device")   \
+  XX(ERROR_STREAM_CAPTURE_UNSUPPORTED, 17,                                             \
+     "operation not allowed while a stream capture is active; the capture is invalidated") \
+  XX(ERROR_STREAM_CAPTURE_INVALIDATED, 18, "the stream capture was invalidated")
 
 #define ACCEL_STATUS_ENUMERATOR_(name, value, message) ACCEL_##name = value,
 typedef enum accel_status {
@@ -123,7 +137,7 @@ typedef enum accel_status {
 /* Number of status codes; every value in [0, ACCEL_STATUS_COUNT) is valid.
  * A macro for #if; the library checks at build time that it counts
  * ACCEL_STATUS_MAP and that the values run 0, 1, ... in order. */
-#define ACCEL_STATUS_COUNT 17
+#define ACCEL_STATUS_COUNT 19
 
 /* Symbolic name of a status ("ACCEL_ERROR_INVALID_DEVICE"); for an unknown
  * value returns "ACCEL_STATUS_UNKNOWN". Never NULL, static storage,
@@ -1480,6 +1494,137 @@ ACCEL_API accel_status_t accel_trace_flush(void);
 /* 1 when this process is writing a trace (ACCEL_TRACE was accepted and this
  * is not a fork child of the process that opened it), else 0. Never fails. */
 ACCEL_API int accel_trace_enabled(void);
+
+/* ------------------------------------------------------------------------ */
+/* Graphs: stream capture and replay (docs/graphs.md)                         */
+/* ------------------------------------------------------------------------ */
+
+/* CUDA's stream capture (cudaStreamBeginCapture .. cudaGraphLaunch) and
+ * torch.accelerator.Graph: the work queued on a capturing stream is
+ * recorded instead of run, once, with every argument checked then; a
+ * replay re-issues it on a stream without checking again. Every backend
+ * records in the core for now (docs/graphs.md says what each call does in
+ * a capture). */
+
+/* Which calls a capture refuses in other threads (cudaStreamCaptureMode):
+ * GLOBAL (the default, as CUDA's): the unsafe calls of docs/graphs.md
+ * (accel_malloc, accel_free, accel_empty_cache, module load and unload on
+ * the capturing device) from any thread; THREAD_LOCAL: those calls from the
+ * capturing thread only; RELAXED: none of them, only the calls that
+ * conflict with every capture (waiting for or querying captured work,
+ * pageable copies). */
+typedef enum accel_capture_mode {
+  ACCEL_CAPTURE_MODE_GLOBAL = 0,
+  ACCEL_CAPTURE_MODE_THREAD_LOCAL = 1,
+  ACCEL_CAPTURE_MODE_RELAXED = 2,
+  ACCEL_CAPTURE_MODE_FORCE_INT32 = 0x7fffffff /* fixes the size; not a mode */
+} accel_capture_mode_t;
+
+/* A stream's capture state (cudaStreamCaptureStatus). */
+typedef enum accel_capture_status {
+  ACCEL_CAPTURE_STATUS_NONE = 0,        /* not capturing */
+  ACCEL_CAPTURE_STATUS_ACTIVE = 1,      /* its work is being recorded */
+  ACCEL_CAPTURE_STATUS_INVALIDATED = 2, /* capturing, but a refused call
+                                           invalidated the capture: end it */
+  ACCEL_CAPTURE_STATUS_FORCE_INT32 = 0x7fffffff /* fixes the size */
+} accel_capture_status_t;
+
+/* The work of one capture, replayable (cudaGraphExec_t). */
+typedef struct accel_graph_s* accel_graph_t;
+
+/* Starts recording the work queued on `stream` (cudaStreamBeginCapture,
+ * torch's Graph.capture_begin): from now until accel_stream_end_capture,
+ * launches, copies between device memory and pinned or registered host
+ * memory, memsets, peer copies, host functions, event records, waits on
+ * events and accel_malloc_async/accel_free_async on it are checked as
+ * usual and recorded instead of queued. A stream that waits on an event
+ * recorded in the capture joins it; it must rejoin `stream` (`stream`
+ * waits on an event recorded on it after its last captured work) before
+ * the capture ends. `mode` says which calls other threads may still make
+ * (accel_capture_mode_t). `pool` names the memory pool the capture's
+ * allocations come from: 0 for a new pool of this graph, or a handle from
+ * accel_graph_pool_handle or accel_graph_pool of the stream's device
+ * (torch's shared pools). Thread-safe.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL or destroyed, mode
+ * unknown, pool not a live pool handle); ACCEL_ERROR_DEVICE_MISMATCH (pool
+ * of another device or backend); ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * (`stream` is a default stream, or already in a capture: nested capture;
+ * an existing capture it is in is invalidated); ACCEL_ERROR_FORKED. */
+ACCEL_API accel_status_t accel_stream_begin_capture(accel_stream_t stream,
+                                                    accel_capture_mode_t mode, uint64_t pool);
+
+/* Ends the capture begun on `stream` (cudaStreamEndCapture): on success
+ * *graph is the recorded work (ready to replay: instantiating it is
+ * optional) and every stream that joined the capture is released. On any
+ * failure but INVALID_ARGUMENT the capture has ended, its streams are
+ * released, *graph is NULL and the capture's allocations are freed.
+ * Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream NULL or
+ * destroyed, graph NULL, `stream` did not begin a capture: nothing
+ * changes); ACCEL_ERROR_STREAM_CAPTURE_INVALIDATED (a refused call
+ * invalidated the capture, or a stream that joined it did not rejoin
+ * `stream`: the message names that stream); ACCEL_ERROR_OUT_OF_MEMORY. */
+ACCEL_API accel_status_t accel_stream_end_capture(accel_stream_t stream, accel_graph_t* graph);
+
+/* *status is the capture state of `stream`, the origin of a capture or a
+ * stream that joined one (cudaStreamIsCapturing). Never refused by a
+ * capture. Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (stream
+ * NULL or destroyed, status NULL). */
+ACCEL_API accel_status_t accel_stream_capture_status(accel_stream_t stream,
+                                                     accel_capture_status_t* status);
+
+/* Prepares `graph` for replay (cudaGraphInstantiate, torch's
+ * Graph.instantiate). Optional: the first replay does it. Idempotent.
+ * Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or
+ * destroyed). */
+ACCEL_API accel_status_t accel_graph_instantiate(accel_graph_t graph);
+
+/* Queues the recorded work of `graph` on `stream` (cudaGraphLaunch,
+ * torch's Graph.replay), NULL meaning the calling thread's current stream
+ * of the graph's device. The operations run in capture order, ordered
+ * with the stream's other work; each replay reads the pinned host memory
+ * its copies read at the time it runs, as CUDA's memcpy nodes do, and
+ * uses the arguments copied at capture. Allocations made in the capture
+ * have the same address at every replay. Replays of one graph on two
+ * streams at once share its pool memory: order them. Thread-safe.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or destroyed, stream
+ * destroyed); ACCEL_ERROR_DEVICE_MISMATCH (stream of another device or
+ * backend than the graph's); ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED (the
+ * stream is capturing: that capture is invalidated); ACCEL_ERROR_FORKED,
+ * ACCEL_ERROR_BACKEND_FAILURE (some of the work may have been queued). */
+ACCEL_API accel_status_t accel_graph_replay(accel_graph_t graph, accel_stream_t stream);
+
+/* Destroys `graph` (cudaGraphExecDestroy, torch's Graph.reset). Replays
+ * already queued still run: the pool memory is released in stream order
+ * behind them (never on the host), and its kernels' module stays loaded
+ * until no graph holds it. Thread-safe, but destroying a graph while
+ * another thread replays it is the caller's race, as with every handle.
+ * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or destroyed). */
+ACCEL_API accel_status_t accel_graph_destroy(accel_graph_t graph);
+
+/* Writes the recorded work of `graph` to the file `path` as a Graphviz
+ * DOT digraph (cudaGraphDebugDotPrint, torch's Graph.debug_dump): one node
+ * per operation in capture order, edges for the order the replay keeps.
+ * The file is created or truncated. Thread-safe. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or destroyed, path NULL or
+ * empty); ACCEL_ERROR_INTERNAL (the file could not be written: the detail
+ * says why). */
+ACCEL_API accel_status_t accel_graph_debug_dump(accel_graph_t graph, const char* path);
+
+/* *pool is a new memory pool handle of `device` (negative: the current
+ * device) to pass to accel_stream_begin_capture, so that several graphs
+ * share their memory (torch.accelerator.graph_pool_handle,
+ * cudaGraphPoolHandle), valid for the process's life; its memory is held
+ * while a capture or graph uses the pool. Never 0. Thread-safe. Statuses:
+ * ACCEL_ERROR_INVALID_ARGUMENT (pool NULL),
+ * ACCEL_ERROR_NO_ACCELERATOR, ACCEL_ERROR_INVALID_DEVICE,
+ * ACCEL_ERROR_FORKED. */
+ACCEL_API accel_status_t accel_graph_pool_handle(int32_t device, uint64_t* pool);
+
+/* *pool is the handle of the memory pool `graph`'s allocations come from
+ * (torch's Graph.pool), to share with a capture while a graph uses it.
+ * Thread-safe. Statuses: ACCEL_ERROR_INVALID_ARGUMENT (graph NULL or
+ * destroyed, pool NULL). */
+ACCEL_API accel_status_t accel_graph_pool(accel_graph_t graph, uint64_t* pool);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1552,6 +1552,151 @@ struct BackendInfo {
 inline std::vector<BackendInfo> backends();
 
 /* ------------------------------------------------------------------------ */
+/* Graphs: stream capture and replay (docs/graphs.md)                         */
+/* ------------------------------------------------------------------------ */
+
+/* A graph pool handle to share memory between graphs
+ * (torch.accelerator.graph_pool_handle). accel_graph_pool_handle. */
+inline std::uint64_t graph_pool_handle(std::optional<int> device = {}) {
+  std::uint64_t pool = 0;
+  detail::check(accel_graph_pool_handle(detail::c_device(device), &pool),
+                "accel_graph_pool_handle");
+  return pool;
+}
+
+/* torch.accelerator.Graph: capture_begin() starts recording a created
+ * stream's work, capture_end() ends it and keeps the graph, replay() queues
+ * it again. Owns its graph (accel_graph_destroy in reset() and the
+ * destructor; replays already queued still complete). Move-only; not
+ * thread-safe as an object (a C++ object), though its graph may be replayed
+ * from several threads through handle(). Throws Error as the C calls fail
+ * (ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED for a default stream or a nested
+ * capture, ACCEL_ERROR_STREAM_CAPTURE_INVALIDATED from capture_end() after
+ * a refused call: no graph is kept, ...). */
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph() noexcept { destroy_noexcept(); }
+  Graph(Graph&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)),
+        capturing_(std::exchange(other.capturing_, nullptr)) {}
+  Graph& operator=(Graph&& other) noexcept {
+    if (this != &other) {
+      destroy_noexcept();
+      graph_ = std::exchange(other.graph_, nullptr);
+      capturing_ = std::exchange(other.capturing_, nullptr);
+    }
+    return *this;
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /* Starts capturing `stream` in `mode`, its allocations from `pool` (0: a
+   * new pool; else graph_pool_handle() or another graph's pool()). A graph
+   * this object held is destroyed first (torch: capture into a reset
+   * graph). accel_stream_begin_capture. */
+  void capture_begin(const Stream& stream, accel_capture_mode_t mode = ACCEL_CAPTURE_MODE_GLOBAL,
+                     std::uint64_t pool = 0) {
+    reset();
+    detail::check(accel_stream_begin_capture(stream.handle(), mode, pool),
+                  "accel_stream_begin_capture");
+    capturing_ = stream.handle();
+  }
+
+  /* Ends the capture capture_begin() started and keeps its graph.
+   * accel_stream_end_capture. */
+  void capture_end() {
+    accel_stream_t s = std::exchange(capturing_, nullptr);
+    accel_graph_t g = nullptr;
+    detail::check(accel_stream_end_capture(s, &g), "accel_stream_end_capture");
+    graph_ = g;
+  }
+
+  /* Optional: the first replay instantiates. accel_graph_instantiate. */
+  void instantiate() const {
+    detail::check(accel_graph_instantiate(graph_), "accel_graph_instantiate");
+  }
+
+  /* Queues the graph on `stream`. accel_graph_replay. */
+  void replay(const Stream& stream) const {
+    detail::check(accel_graph_replay(graph_, stream.handle()), "accel_graph_replay");
+  }
+  /* Queues the graph on the calling thread's current stream of the graph's
+   * device. accel_graph_replay with NULL. */
+  void replay() const { detail::check(accel_graph_replay(graph_, nullptr), "accel_graph_replay"); }
+
+  /* Destroys the graph (torch's Graph.reset); nothing when there is none.
+   * accel_graph_destroy. */
+  void reset() {
+    if (graph_ != nullptr) {
+      detail::check(accel_graph_destroy(graph_), "accel_graph_destroy");
+      graph_ = nullptr;
+    }
+  }
+
+  /* The graph's pool handle, to share with a later capture. accel_graph_pool. */
+  std::uint64_t pool() const {
+    std::uint64_t p = 0;
+    detail::check(accel_graph_pool(graph_, &p), "accel_graph_pool");
+    return p;
+  }
+
+  /* Writes the graph as Graphviz DOT to `path`. accel_graph_debug_dump. */
+  void debug_dump(const std::string& path) const {
+    detail::check(accel_graph_debug_dump(graph_, path.c_str()), "accel_graph_debug_dump");
+  }
+
+  /* The C handle (NULL before capture_end()); still owned by this object. */
+  accel_graph_t handle() const noexcept { return graph_; }
+
+ private:
+  void destroy_noexcept() noexcept {
+    if (graph_ != nullptr)
+      detail::report_status("~Graph: accel_graph_destroy", accel_graph_destroy(graph_));
+    graph_ = nullptr;
+  }
+  accel_graph_t graph_ = nullptr;
+  accel_stream_t capturing_ = nullptr;
+};
+
+/* Captures `stream` into `graph` for the scope's lifetime
+ * (torch.accelerator.graph as a context manager): the constructor calls
+ * graph.capture_begin(), the destructor graph.capture_end(). A failing end
+ * in the destructor goes to the error handler (the destructor never throws);
+ * call end() to get the Error instead. Not copyable or movable; construct
+ * and destroy it on one thread. */
+class CaptureScope {
+ public:
+  CaptureScope(Graph& graph, const Stream& stream,
+               accel_capture_mode_t mode = ACCEL_CAPTURE_MODE_GLOBAL, std::uint64_t pool = 0)
+      : graph_(graph) {
+    graph_.capture_begin(stream, mode, pool);
+    open_ = true;
+  }
+  ~CaptureScope() noexcept {
+    if (!open_) return;
+    try {
+      graph_.capture_end();
+    } catch (const Error& e) {
+      detail::report_status("~CaptureScope: accel_stream_end_capture", e.status());
+    }
+  }
+  /* Ends the capture now; throws Error as Graph::capture_end(). */
+  void end() {
+    open_ = false;
+    graph_.capture_end();
+  }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  CaptureScope(CaptureScope&&) = delete;
+  CaptureScope& operator=(CaptureScope&&) = delete;
+
+ private:
+  Graph& graph_;
+  bool open_ = false;
+};
+
+/* ------------------------------------------------------------------------ */
 /* Tracing (docs/tracing.md)                                                  */
 /* ------------------------------------------------------------------------ */
 

@@ -16,7 +16,7 @@
 /* Compile-time checks, C99 style (no _Static_assert before C11). */
 typedef char check_plugin_size[(ACCEL_PLUGIN_API_V1_SIZE <= sizeof(accel_plugin_api_t)) ? 1 : -1];
 typedef char check_struct_size_first[(offsetof(accel_backend_info_t, struct_size) == 0) ? 1 : -1];
-typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_BUILD_FAILED + 1) ? 1 : -1];
+typedef char check_status_count[(ACCEL_STATUS_COUNT == ACCEL_ERROR_STREAM_CAPTURE_INVALIDATED + 1) ? 1 : -1];
 
 static int g_passed;
 static int g_failed;
