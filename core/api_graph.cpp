@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -70,28 +71,15 @@ accel_status_t replay_op(Backend& b, const GraphOp& op, accel_stream_s* s) {
   return ACCEL_SUCCESS;
 }
 
+// By OpKind, in its order.
+constexpr const char* kKindNames[] = {"kernel",     "memcpy",        "memset",
+                                      "peer copy",  "host function", "event record",
+                                      "event wait", "malloc_async",  "free_async"};
+static_assert(std::size(kKindNames) == static_cast<size_t>(OpKind::free) + 1);
+
 const char* kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::kernel:
-      return "kernel";
-    case OpKind::copy:
-      return "memcpy";
-    case OpKind::memset:
-      return "memset";
-    case OpKind::peer_copy:
-      return "peer copy";
-    case OpKind::host_func:
-      return "host function";
-    case OpKind::event_record:
-      return "event record";
-    case OpKind::event_wait:
-      return "event wait";
-    case OpKind::alloc:
-      return "malloc_async";
-    case OpKind::free:
-      return "free_async";
-  }
-  return "?";
+  const auto i = static_cast<size_t>(k);
+  return i < std::size(kKindNames) ? kKindNames[i] : "?";
 }
 
 // One node's label: the operation and what it works on.
@@ -238,12 +226,14 @@ accel_status_t accel_graph_debug_dump(accel_graph_t graph, const char* path) {
 accel_status_t accel_graph_pool_handle(int32_t device, uint64_t* pool) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
-    if (pool == nullptr) return failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: pool is NULL", fn);
     Backend* b = nullptr;
     int32_t target = 0;
-    if (auto st = check_device(fn, device, b, target); st != ACCEL_SUCCESS) return st;
-    *pool = new_pool_handle(b, target);
-    return ACCEL_SUCCESS;
+    // A NULL pool is refused before the device is looked at.
+    const accel_status_t st = pool == nullptr
+                                  ? failf(ACCEL_ERROR_INVALID_ARGUMENT, "{}: pool is NULL", fn)
+                                  : check_device(fn, device, b, target);
+    if (st == ACCEL_SUCCESS) *pool = new_pool_handle(b, target);
+    return st;
   });
 }
 

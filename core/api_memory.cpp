@@ -218,13 +218,9 @@ Recorded capture_copy(const char* fn, void* dst, const void* src, size_t bytes,
                       accel_memcpy_kind_t kind, const Allocation& host, accel_stream_s* stream) {
   if (kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE && host.type == ACCEL_MEMORY_UNKNOWN)
     return refuse_pageable_copy(fn, stream);
-  GraphOp op;
-  op.kind = OpKind::copy;
-  op.dst = dst;
-  op.src = src;
-  op.bytes = bytes;
-  op.copy_kind = kind;
-  return record_op(fn, stream, std::move(op));
+  return record_op(
+      fn, stream,
+      {.kind = OpKind::copy, .dst = dst, .src = src, .bytes = bytes, .copy_kind = kind});
 }
 
 accel_status_t malloc_impl(int32_t device, size_t bytes, void** ptr, const void* caller) {
@@ -380,11 +376,7 @@ accel_status_t accel_memset_async(void* dst, int value, size_t bytes, accel_stre
     if (auto st = check_device_range(fn, "dst", dst, bytes, *stream); st != ACCEL_SUCCESS)
       return st;
     if (capturing_anywhere()) [[unlikely]] {
-      GraphOp op;
-      op.kind = OpKind::memset;
-      op.dst = dst;
-      op.value = value;
-      op.bytes = bytes;
+      GraphOp op{.kind = OpKind::memset, .dst = dst, .bytes = bytes, .value = value};
       if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
     }
     TraceSpan span(stream);

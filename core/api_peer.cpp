@@ -57,13 +57,12 @@ accel_status_t peer_copy(const char* fn, void* dst, int32_t dst_device, const vo
   if (auto st = check_peer_range(fn, "src", src, bytes, b, src_device); st != ACCEL_SUCCESS)
     return st;
   if (capturing_anywhere()) [[unlikely]] {
-    GraphOp op;
-    op.kind = OpKind::peer_copy;
-    op.dst = dst;
-    op.dst_device = dst_device;
-    op.src = src;
-    op.src_device = src_device;
-    op.bytes = bytes;
+    GraphOp op{.kind = OpKind::peer_copy,
+               .dst = dst,
+               .src = src,
+               .bytes = bytes,
+               .dst_device = dst_device,
+               .src_device = src_device};
     if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
   }
   TraceSpan span(stream);

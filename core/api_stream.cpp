@@ -391,10 +391,7 @@ accel_status_t accel_launch_host_func(accel_stream_t stream, accel_host_fn host_
                    fn, b.name);
     }
     if (capturing_anywhere()) [[unlikely]] {
-      GraphOp op;
-      op.kind = OpKind::host_func;
-      op.fn = host_fn;
-      op.user_data = user_data;
+      GraphOp op{.kind = OpKind::host_func, .fn = host_fn, .user_data = user_data};
       if (auto r = record_op(fn, stream, std::move(op)); r.recorded) return r.status;
     }
     // The plugin runs the core's trampoline, which marks the thread as

@@ -301,12 +301,11 @@ void drain_pending() {
 
 GraphOp kernel_op(accel_kernel_s* k, accel_dim3_t grid, accel_dim3_t block, size_t shared_bytes,
                   const accel_kernel_arg_t* args, size_t num_args) {
-  GraphOp op;
-  op.kind = OpKind::kernel;
-  op.kernel = k;
-  op.grid = grid;
-  op.block = block;
-  op.shared_bytes = shared_bytes;
+  GraphOp op{.kind = OpKind::kernel,
+             .kernel = k,
+             .grid = grid,
+             .block = block,
+             .shared_bytes = shared_bytes};
   size_t total = 0;
   for (size_t i = 0; i < num_args; ++i)
     if (args[i].kind == ACCEL_KERNEL_ARG_VALUE) total += args[i].size;
@@ -448,11 +447,7 @@ Recorded alloc_in_capture(const char* fn, accel_stream_s* s, size_t bytes, const
     Capture* c = capture_of(r, s);
     if (c != nullptr && c->id == id && !c->invalidated) {
       c->graph->pool->blocks.push_back({p, bytes, true});
-      GraphOp op;
-      op.kind = OpKind::alloc;
-      op.bytes = bytes;
-      op.dst = p;
-      record_locked(*c, index_of(*c, s), std::move(op));
+      record_locked(*c, index_of(*c, s), {.kind = OpKind::alloc, .dst = p, .bytes = bytes});
       *ptr = p;
       return {true, ACCEL_SUCCESS};
     }

@@ -54,8 +54,8 @@ struct GraphOp {
   accel_dim3_t grid{};
   accel_dim3_t block{};
   size_t shared_bytes = 0;
-  std::vector<accel_kernel_arg_t> args;  // VALUE entries point into arg_bytes
-  std::unique_ptr<unsigned char[]> arg_bytes;
+  std::vector<accel_kernel_arg_t> args{};  // VALUE entries point into arg_bytes
+  std::unique_ptr<unsigned char[]> arg_bytes{};
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;

@@ -144,6 +144,23 @@ accel_status_t on_device_pair(const char* op,
   });
 }
 
+// accel's name of a device attribute ("max_threads_per_block"), from
+// accel.h's ACCEL_DEVICE_ATTR_MAP, for the backends' messages: a plugin
+// never calls libaccelcore (accel_device_attr_name), whose functions are not
+// visible to it when the core itself was opened RTLD_LOCAL (as a Python
+// extension's dependency is).
+inline const char* device_attr_name(accel_device_attr_t attr) noexcept {
+  switch (attr) {
+#define ACCEL_BACKEND_ATTR_NAME(name, value, text, unit) \
+  case ACCEL_DEVICE_ATTR_##name:                         \
+    return text;
+    ACCEL_DEVICE_ATTR_MAP(ACCEL_BACKEND_ATTR_NAME)
+#undef ACCEL_BACKEND_ATTR_NAME
+    default:
+      return "unknown attribute";
+  }
+}
+
 // The frame of an operation on one device: guarded() (an exception becomes
 // a status, nothing unwinds into the core), the index checked by the
 // backend's device_at (its status returned, the error set), then

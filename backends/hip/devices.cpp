@@ -79,20 +79,6 @@ bool parse_gfx(const std::string& arch, GfxVersion& v) {
   return true;
 }
 
-// accel's name of an attribute (accel.h's map; plugins never call accel.h's
-// functions, accel_device_attr_name included).
-const char* attr_name(accel_device_attr_t attr) noexcept {
-  switch (attr) {
-#define ACCEL_HIP_ATTR_NAME(name, value, text, unit) \
-  case ACCEL_DEVICE_ATTR_##name:                     \
-    return text;
-    ACCEL_DEVICE_ATTR_MAP(ACCEL_HIP_ATTR_NAME)
-#undef ACCEL_HIP_ATTR_NAME
-    default:
-      return "unknown attribute";
-  }
-}
-
 // The hipDeviceAttribute_t answering an accel attribute, or false (with
 // the reason) when HIP has none.
 bool hip_attribute(accel_device_attr_t attr, hipDeviceAttribute_t& out, const char*& name,
@@ -374,14 +360,14 @@ accel_status_t op_device_get_attribute(int32_t device, accel_device_attr_t attr,
     const char* hip_name = "";
     const char* why = "";
     if (!hip_attribute(attr, hip_attr, hip_name, why)) {
-      return fail(ACCEL_ERROR_NOT_SUPPORTED, "%s: %s", attr_name(attr), why);
+      return fail(ACCEL_ERROR_NOT_SUPPORTED, "%s: %s", backend::device_attr_name(attr), why);
     }
     int v = 0;
     const hipError_t rc = rt.hipDeviceGetAttribute(&v, hip_attr, d->index);
     if (rc == hipErrorInvalidValue) {
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "%s: the HIP runtime %s does not answer hipDeviceGetAttribute(%s): %s",
-                  attr_name(attr), runtime_label().c_str(), hip_name,
+                  backend::device_attr_name(attr), runtime_label().c_str(), hip_name,
                   vendor_failure_text("hipDeviceGetAttribute", rc).c_str());
     }
     if (rc != hipSuccess)

@@ -162,20 +162,9 @@ accel_status_t op_device_enable_peer_access(int32_t device, int32_t peer) {
 
 namespace {
 
-const char* attr_name(accel_device_attr_t attr) {
-  switch (attr) {
-#define ACCEL_ZE_ATTR_NAME(name, value, text, unit) \
-  case ACCEL_DEVICE_ATTR_##name:                    \
-    return text;
-    ACCEL_DEVICE_ATTR_MAP(ACCEL_ZE_ATTR_NAME)
-#undef ACCEL_ZE_ATTR_NAME
-    default:
-      return "unknown attribute";
-  }
-}
-
 accel_status_t not_answered(accel_device_attr_t attr, const char* why) {
-  return fail(ACCEL_ERROR_NOT_SUPPORTED, "device_get_attribute: %s: %s", attr_name(attr), why);
+  return fail(ACCEL_ERROR_NOT_SUPPORTED, "device_get_attribute: %s: %s",
+              backend::device_attr_name(attr), why);
 }
 
 accel_status_t compute_properties(Device* d, ze_device_compute_properties_t* p) {

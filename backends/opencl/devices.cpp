@@ -249,24 +249,9 @@ accel_status_t info_value(const Device* dev, cl_device_info what, const char* na
   return ACCEL_SUCCESS;
 }
 
-// accel's name of an attribute, from accel.h's map: a plugin never calls
-// libaccelcore's functions, which are not visible to it when the core
-// itself was opened RTLD_LOCAL (as a Python extension's dependency is).
-const char* attr_name(accel_device_attr_t attr) {
-  switch (attr) {
-#define ACCEL_CL_ATTR_NAME(name, value, text, unit) \
-  case ACCEL_DEVICE_ATTR_##name:                    \
-    return text;
-    ACCEL_DEVICE_ATTR_MAP(ACCEL_CL_ATTR_NAME)
-#undef ACCEL_CL_ATTR_NAME
-    default:
-      return "unknown attribute";
-  }
-}
-
 accel_status_t no_attribute(const Device* dev, accel_device_attr_t attr, const char* why) {
   return fail(ACCEL_ERROR_NOT_SUPPORTED, "device_get_attribute: %s of OpenCL %s: %s",
-              attr_name(attr), dev->label().c_str(), why);
+              backend::device_attr_name(attr), dev->label().c_str(), why);
 }
 
 // The largest sub-group size: only vendor extensions tell it for a device
