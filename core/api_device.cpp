@@ -240,6 +240,7 @@ accel_status_t accel_get_device_properties(int32_t device, accel_device_properti
     full.pci_bus_id[sizeof full.pci_bus_id - 1] = '\0';
     full.architecture[sizeof full.architecture - 1] = '\0';
     full.device_index = target;
+    describe_graph_support(*b, target, full.graphs, sizeof full.graphs);
     copy_sized_struct(props, full);
     return ACCEL_SUCCESS;
   });

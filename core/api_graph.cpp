@@ -1,5 +1,6 @@
-// Graphs: stream capture, replay through the plugin's table, pools and the
-// DOT dump (docs/graphs.md). The capture registry is graph.cpp.
+// Graphs' entry points: stream capture, instantiation and replay, pools and
+// the DOT dump (docs/graphs.md). The capture registry is graph.cpp, the
+// replay graph_replay.cpp.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,56 +21,6 @@
 using namespace accel::core;
 
 namespace {
-
-// A host function of a replay: the core's trampoline, as
-// accel_launch_host_func queues it, so the host-function rules hold.
-accel_status_t replay_host_func(Backend& b, const GraphOp& op, accel_stream_s* s) {
-  auto call = std::make_unique<HostCall>();
-  call->fn = op.fn;
-  call->user_data = op.user_data;
-  call->stream = s;
-  call->stream_generation = s->generation.load(std::memory_order_acquire);
-  call->backend = &b;
-  call->device = s->device;
-  call->sequence = s->sequence.fetch_add(1, std::memory_order_acq_rel) + 1;
-  auto st = call_plugin(b, "launch_host_func", [&] {
-    return b.api.launch_host_func(s->native, host_call_trampoline, call.get());
-  });
-  if (st == ACCEL_SUCCESS) call.release();  // the trampoline owns it now
-  return st;
-}
-
-// Queues one recorded operation on `s`: checked when it was recorded.
-accel_status_t replay_op(Backend& b, const GraphOp& op, accel_stream_s* s) {
-  accel_plugin_stream_t native = s->native;
-  switch (op.kind) {
-    case OpKind::kernel:
-      return call_plugin(b, "launch_kernel", [&] {
-        return b.api.launch_kernel(op.kernel->native, op.grid, op.block, op.shared_bytes,
-                                   op.args.data(), op.args.size(), native);
-      });
-    case OpKind::copy:
-      return call_plugin(b, "memcpy_async", [&] {
-        return b.api.memcpy_async(op.dst, op.src, op.bytes, op.copy_kind, native);
-      });
-    case OpKind::memset:
-      return call_plugin(b, "memset_async",
-                         [&] { return b.api.memset_async(op.dst, op.value, op.bytes, native); });
-    case OpKind::peer_copy:
-      return call_plugin(b, "memcpy_peer_async", [&] {
-        return b.api.memcpy_peer_async(op.dst, op.dst_device, op.src, op.src_device, op.bytes,
-                                       native);
-      });
-    case OpKind::host_func:
-      return replay_host_func(b, op, s);
-    case OpKind::event_record:  // order inside the capture: kept by capture order
-    case OpKind::event_wait:
-    case OpKind::alloc:  // the pool's block has the same address at every replay
-    case OpKind::free:
-      return ACCEL_SUCCESS;
-  }
-  return ACCEL_SUCCESS;
-}
 
 // By OpKind, in its order.
 constexpr const char* kKindNames[] = {"kernel",     "memcpy",        "memset",
@@ -164,8 +115,8 @@ accel_status_t accel_graph_instantiate(accel_graph_t graph) {
   const char* const fn = __func__;
   return guarded(fn, [&] {
     if (auto st = check_graph(fn, graph); st != ACCEL_SUCCESS) return st;
-    graph->instantiated.store(true, std::memory_order_release);  // nothing to prepare
-    return ACCEL_SUCCESS;
+    if (auto st = ensure_ready(*graph->backend); st != ACCEL_SUCCESS) return st;
+    return instantiate_graph(*graph);
   });
 }
 
@@ -186,12 +137,9 @@ accel_status_t accel_graph_replay(accel_graph_t graph, accel_stream_t stream) {
                    "{}: the graph belongs to {} device {} but the stream to {} device {}", fn,
                    b.name, graph->device, stream->backend->name, stream->device);
     }
+    if (auto st = instantiate_graph(*graph); st != ACCEL_SUCCESS) return st;
     if (auto st = begin_replay(fn, graph, stream); st != ACCEL_SUCCESS) return st;
-    graph->instantiated.store(true, std::memory_order_release);
-    for (const GraphOp& op : graph->ops) {
-      if (auto st = replay_op(b, op, stream); st != ACCEL_SUCCESS) return st;
-    }
-    return ACCEL_SUCCESS;
+    return replay_graph(*graph, stream);
   });
 }
 

@@ -690,6 +690,7 @@ accel_status_t destroy_graph(const char* fn, accel_graph_s* g) {
     release_graph_locked(r, *g, rel);
   }
   free_blocks(rel);
+  destroy_native_segments(*g);
   delete g;
   return ACCEL_SUCCESS;
 }

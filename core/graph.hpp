@@ -152,6 +152,15 @@ struct GraphPool {
   std::vector<std::pair<accel_stream_s*, uint32_t>> replay_streams;
 };
 
+// A run of a graph's operations that replays as one piece: the vendor's
+// executable graph (exec non-NULL, ABI 1.4's graph group) or the core's
+// re-issue of ops [first, last) through the plugin's table.
+struct GraphSegment {
+  accel_plugin_graph_t exec = nullptr;
+  size_t first = 0;
+  size_t last = 0;
+};
+
 }  // namespace accel::core
 
 struct accel_graph_s {
@@ -163,6 +172,8 @@ struct accel_graph_s {
   accel::core::GraphPool* pool = nullptr;
   std::vector<accel_module_s*> modules;  // held: unload refused meanwhile
   std::atomic<bool> instantiated{false};
+  std::mutex instantiate_mutex;                     // one instantiation at a time
+  std::vector<accel::core::GraphSegment> segments;  // set once, before `instantiated`
 };
 
 namespace accel::core {
@@ -180,6 +191,21 @@ accel_status_t begin_replay(const char* fn, accel_graph_s* g, accel_stream_s* s)
 accel_status_t destroy_graph(const char* fn, accel_graph_s* g);
 uint64_t new_pool_handle(Backend* b, int32_t device);
 accel_status_t graph_pool_id(const char* fn, const accel_graph_s* g, uint64_t* pool);
+// --- instantiation and replay (graph_replay.cpp) ---------------------------
+
+// accel_graph_instantiate's body, done once per graph (later calls return
+// at once): splits the operations into segments, each recorded into the
+// vendor's graph where the plugin fills the graph group and takes it, else
+// left to the core's re-issue.
+accel_status_t instantiate_graph(accel_graph_s& g);
+// Queues `g` (instantiated) on `s`, segment by segment.
+accel_status_t replay_graph(accel_graph_s& g, accel_stream_s* s);
+// At destroy: graph_exec_destroy for each native segment (the plugin frees
+// each after the launches already queued).
+void destroy_native_segments(accel_graph_s& g);
+// accel_device_properties_t.graphs of `device` of `b` (NUL-terminated).
+void describe_graph_support(const Backend& b, int32_t device, char* out, size_t size);
+
 // Frees the blocks of released pools whose replays have completed (under
 // backend:native, where frees are not stream-ordered); waits for nothing.
 // The graph entry points call it.

@@ -30,6 +30,8 @@ constexpr GroupInfo kGroups[] = {
      ACCEL_MEMBER_OFFSET(device_get_attribute), ACCEL_MEMBER_OFFSET(get_device_capability)},
     {PluginGroup::modules, "modules and kernels", ACCEL_PLUGIN_CAP_MODULES,
      ACCEL_MEMBER_OFFSET(module_formats), ACCEL_MEMBER_OFFSET(launch_kernel), 2},
+    {PluginGroup::graphs, "native graphs", ACCEL_PLUGIN_CAP_GRAPHS,
+     ACCEL_MEMBER_OFFSET(graph_support), ACCEL_MEMBER_OFFSET(graph_exec_destroy), 4},
 };
 #undef ACCEL_MEMBER_OFFSET
 

@@ -1,4 +1,4 @@
-// The optional groups of accel_plugin_api_t that ABI 1.1 and 1.2 appended, each
+// The optional groups of accel_plugin_api_t that ABI 1.1, 1.2 and 1.4 appended, each
 // all-or-none and each announced by a capability bit. The loader checks
 // them (plugin_groups.cpp); entry points ask whether a backend has one.
 #pragma once
@@ -10,7 +10,14 @@
 
 namespace accel::core {
 
-enum class PluginGroup { native_handles, host_memory, peer_copy, device_attributes, modules };
+enum class PluginGroup {
+  native_handles,
+  host_memory,
+  peer_copy,
+  device_attributes,
+  modules,
+  graphs,
+};
 
 // For the loader, after the table is copied: NULLs the members of every
 // group the plugin's struct_size does not wholly cover (an ABI 1.0 plugin,

@@ -104,6 +104,7 @@ const char* span_category(SpanKind k) {
     case SpanKind::host_func: return "host_function";
     case SpanKind::event_record:
     case SpanKind::event_wait: return "event";
+    case SpanKind::graph: return "graph";
   }
   return "stream";
 }

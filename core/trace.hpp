@@ -52,7 +52,17 @@ void trace_note_device(int32_t device, uint64_t bytes, const void* ptr);
 
 // --- device spans -----------------------------------------------------------
 
-enum class SpanKind : uint8_t { copy, memset, kernel, host_func, event_record, event_wait, peer_copy };
+// graph: one launch of a vendor's executable graph (bytes: operations in it).
+enum class SpanKind : uint8_t {
+  copy,
+  memset,
+  kernel,
+  host_func,
+  event_record,
+  event_wait,
+  peer_copy,
+  graph,
+};
 
 struct SpanInfo {
   SpanKind kind = SpanKind::copy;

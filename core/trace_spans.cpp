@@ -12,6 +12,7 @@
 // stream was seen idle), and the span says so.
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -321,8 +322,10 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
     }
   }
   std::lock_guard lock(trace_mutex());
-  static constexpr const char* kNames[] = {"memcpy",        "memset",       "kernel",   "host function",
-                                           "event record", "event wait",   "memcpy peer"};
+  static constexpr const char* kNames[] = {"memcpy",      "memset",     "kernel",
+                                           "host function", "event record", "event wait",
+                                           "memcpy peer", "graph launch"};
+  static_assert(std::size(kNames) == static_cast<size_t>(SpanKind::graph) + 1);
   TraceRec& r = p.rec;
   r.ph = Ph::complete;
   r.stream_lane = true;

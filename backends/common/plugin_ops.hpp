@@ -203,6 +203,22 @@ accel_status_t on_device(const char* op, accel_status_t (*device_at)(int32_t, De
 #define ACCEL_BACKEND_STREAM_SET_NAME nullptr
 #endif
 
+// ABI 1.4's graph group (accel_plugin.h): a backend with native graphs
+// defines ACCEL_BACKEND_NATIVE_GRAPHS before including this header and
+// provides op_graph_support .. op_graph_exec_destroy; without it the group is
+// NULL and the core records that backend's graphs.
+#ifdef ACCEL_BACKEND_NATIVE_GRAPHS
+#define ACCEL_BACKEND_GRAPH_MEMBERS                                               \
+  .graph_support = op_graph_support, .graph_record_begin = op_graph_record_begin, \
+  .graph_record_end = op_graph_record_end, .graph_launch = op_graph_launch,       \
+  .graph_exec_destroy = op_graph_exec_destroy,
+#else
+#define ACCEL_BACKEND_GRAPH_MEMBERS                                    \
+  .graph_support = nullptr, .graph_record_begin = nullptr,             \
+  .graph_record_end = nullptr, .graph_launch = nullptr,                \
+  .graph_exec_destroy = nullptr,
+#endif
+
 // The whole table of a backend named `backend_name` (static storage).
 #define ACCEL_BACKEND_VTABLE(backend_name, backend_priority, backend_capabilities)               \
   accel_plugin_api_t {                                                                           \
@@ -214,7 +230,7 @@ accel_status_t on_device(const char* op, accel_status_t (*device_at)(int32_t, De
             ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_VTABLE_OP)                                   \
                 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_VTABLE_OP)                                \
                     .pointer_get_device = ACCEL_BACKEND_POINTER_GET_DEVICE,                      \
-    .stream_set_name = ACCEL_BACKEND_STREAM_SET_NAME,                                            \
+    .stream_set_name = ACCEL_BACKEND_STREAM_SET_NAME, ACCEL_BACKEND_GRAPH_MEMBERS               \
   }
 
 // A vendor backend's plugin.cpp, at global scope: the table `g_api` of

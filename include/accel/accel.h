@@ -703,6 +703,14 @@ typedef struct accel_device_properties_s {
   char architecture[64]; /* "sm_90", "gfx90a", IP version, OpenCL version, ... */
   int32_t compute_units; /* SMs, CUs, EUs, OpenCL compute units; 0 when unknown */
   int32_t device_index;  /* the index these properties describe */
+  /* How this device replays graphs (docs/graphs.md): "native (CUDA
+   * graphs)", "native (cl_khr_command_buffer 0.9.0)": the vendor's graphs,
+   * the plugin's words in the parentheses; "recorded by accel": the core
+   * re-issues the recorded operations; "recorded by accel
+   * (ACCEL_GRAPHS=recorder)" where the variable turned native graphs off.
+   * NUL-terminated; a caller whose struct_size ends before it gets the
+   * rest and not this. */
+  char graphs[96];
 } accel_device_properties_t;
 
 /* Fills *props for `device` (negative: current). Initialises the backend
@@ -1420,6 +1428,10 @@ ACCEL_API const char* accel_backend_status_name(accel_backend_status_t status);
 #define ACCEL_CAP_DEVICE_ATTRIBUTES (1u << 10)
 /* accel_module_load and kernels (ABI 1.2). */
 #define ACCEL_CAP_MODULES (1u << 11)
+/* The backend replays graphs through the vendor's own graphs (ABI 1.4's
+ * graph group) on the devices whose accel_device_properties_t.graphs says
+ * "native (...)"; the core records them elsewhere. */
+#define ACCEL_CAP_GRAPHS (1u << 12)
 
 typedef struct accel_backend_info_s {
   size_t struct_size; /* set by the caller: sizeof(accel_backend_info_t) */

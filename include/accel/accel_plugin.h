@@ -52,6 +52,8 @@
  *       MODULES); status ACCEL_ERROR_BUILD_FAILED.
  *  1.3: pointer_get_device, stream_set_name; accel_plugin_kernel_param_t's
  *       former reserved member is `type` (0 from older plugins: unknown).
+ *  1.4: the native graph group (graph_support .. graph_exec_destroy,
+ *       capability bit GRAPHS).
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
@@ -66,7 +68,7 @@ extern "C" {
 #endif
 
 #define ACCEL_PLUGIN_ABI_MAJOR 1u
-#define ACCEL_PLUGIN_ABI_MINOR 3u
+#define ACCEL_PLUGIN_ABI_MINOR 4u
 
 /* The entry symbol's name, as an identifier and as a string for dlsym. */
 #define ACCEL_PLUGIN_ENTRY accel_plugin_get_api
@@ -138,12 +140,15 @@ struct accel_host_services_s {
 #define ACCEL_PLUGIN_CAP_DEVICE_ATTRIBUTES ACCEL_CAP_DEVICE_ATTRIBUTES
 /* ABI 1.2 group: module_formats .. launch_kernel. */
 #define ACCEL_PLUGIN_CAP_MODULES ACCEL_CAP_MODULES
+/* ABI 1.4 group: graph_support .. graph_exec_destroy. */
+#define ACCEL_PLUGIN_CAP_GRAPHS ACCEL_CAP_GRAPHS
 
 /* Opaque plugin-owned objects. */
 typedef void* accel_plugin_stream_t;
 typedef void* accel_plugin_event_t;
 typedef void* accel_plugin_module_t;
 typedef void* accel_plugin_kernel_t;
+typedef void* accel_plugin_graph_t; /* an executable native graph (ABI 1.4) */
 
 /* module_load hands the vendor's build log to the core through this (any
  * number of calls, appended in order; text need not be NUL-terminated). */
@@ -526,6 +531,71 @@ typedef struct accel_plugin_api_s {
    * failure (logged by the core at debug level) changes nothing the user
    * sees. Never waits; thread-safe (plugin-abi rule 44). */
   accel_status_t (*stream_set_name)(accel_plugin_stream_t stream, const char* name);
+
+  /* --- ABI 1.4: native graphs (optional as a group: all or none, with
+   *     ACCEL_PLUGIN_CAP_GRAPHS). docs/graphs.md, docs/plugin-abi.md. ---
+   *
+   * The core captures every backend's graphs itself (its recorder enforces
+   * the capture rules) and, where the plugin fills this group, hands the
+   * recorded operations to the vendor's graphs once, at instantiation: it
+   * begins a recording, issues the operations in replay order through
+   * launch_kernel, memcpy_async, memset_async and memcpy_peer_async with
+   * the recording handle as their stream, and ends it. A replay then
+   * launches the executable graph as one operation. Operations the plugin
+   * declines stay with the core's recorder, so one graph may replay as
+   * several native pieces with recorded operations between them (host
+   * functions always are: the core runs them under its host-function
+   * rules). Without the group every graph is replayed by the recorder. */
+
+  /* How `device` replays graphs natively, in words for people ("CUDA
+   * graphs", "cl_khr_command_buffer 0.9.0"; accelctl devices prints it):
+   * NUL-terminated, valid until process exit; NULL when this device has no
+   * native graphs (the core records for it, and never calls
+   * graph_record_begin for it). Never waits; thread-safe. ABI-45. */
+  const char* (*graph_support)(int32_t device);
+  /* Begin a native recording for `device` (a valid index; the core calls
+   * this only where graph_support gave non-NULL): *recording is a handle
+   * the core passes only as the `stream` of launch_kernel, memcpy_async,
+   * memset_async and memcpy_peer_async, and then once to graph_record_end.
+   * One thread issues a recording's calls, never two at once; recordings
+   * of different graphs may be made on different threads at the same time.
+   * Nothing runs on the device while recording. ACCEL_ERROR_NOT_SUPPORTED:
+   * no native graph now (the core records instead); any other failure is
+   * the instantiation's. ABI-46. */
+  accel_status_t (*graph_record_begin)(int32_t device, accel_plugin_stream_t* recording);
+  /* (Not a member: the rule for the four operations above when their
+   * stream is a recording handle, ABI-47.) Each either records its
+   * operation with its arguments' values as they are now (a kernel's
+   * arguments copied: a later launch_kernel of the same kernel with other
+   * arguments, or a later replay, never changes what is recorded) and
+   * returns ACCEL_SUCCESS, or returns ACCEL_ERROR_NOT_SUPPORTED having
+   * recorded nothing, the recording still usable: the core then ends the
+   * recording there and replays that operation itself. Any other failure
+   * makes the core discard the recording. Memory an operation names may be
+   * device memory of the graph's device, pinned or registered host memory
+   * and, for memcpy_peer_async, another device's memory; it stays
+   * allocated while the executable graph lives. */
+  /* End `recording`. keep != 0: *exec receives an executable graph of the
+   * recorded operations, in the order they were issued (ACCEL_SUCCESS), or
+   * a failure. keep == 0: discard it (exec may be NULL; ACCEL_SUCCESS).
+   * Either way `recording` is dead afterwards. The core never ends a
+   * recording with no operation kept. ABI-48. */
+  accel_status_t (*graph_record_end)(accel_plugin_stream_t recording, int32_t keep,
+                                     accel_plugin_graph_t* exec);
+  /* Queue `exec` on `stream` (a stream of the device it was recorded for,
+   * not a recording handle) and return without waiting: its operations run
+   * in their order after the stream's earlier work and before its later
+   * work. The core may launch one exec many times back to back, on one
+   * stream or on several streams of the device, before the earlier
+   * launches complete: each launch must be accepted and run after the
+   * earlier ones of the same exec (cuGraphLaunch's rule), never refused
+   * as "still pending". Thread-safe for different execs. ABI-49. */
+  accel_status_t (*graph_launch)(accel_plugin_graph_t exec, accel_plugin_stream_t stream);
+  /* Destroy `exec` without waiting on the host: launches already queued
+   * still run, and the plugin frees what they use only after them
+   * (cuGraphExecDestroy's rule). Called once per exec, never while the
+   * core launches it. ABI-50. */
+  void (*graph_exec_destroy)(accel_plugin_graph_t exec);
 } accel_plugin_api_t;
 
 /* Bytes of accel_plugin_api_t that ABI 1.0 requires (up to mem_get_info):

@@ -251,6 +251,12 @@ constexpr accel_plugin_api_t kApi = {
     // ABI 1.3: host memory is no kernel's device memory here; no vendor tools.
     .pointer_get_device = nullptr,
     .stream_set_name = nullptr,
+    // ABI 1.4: no native graphs; the core records this backend's graphs.
+    .graph_support = nullptr,
+    .graph_record_begin = nullptr,
+    .graph_record_end = nullptr,
+    .graph_launch = nullptr,
+    .graph_exec_destroy = nullptr,
 };
 
 }  // namespace
