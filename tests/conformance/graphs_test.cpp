@@ -10,8 +10,10 @@
 #include "conformance.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 using namespace conf;
@@ -208,6 +210,33 @@ TEST_CASE("graphs: captured work runs only at replay and kernel arguments are ta
   ACCEL_REQUIRE_OK(accel_graph_destroy(graph.g));
   ACCEL_CHECK_ERROR(accel_graph_replay(graph.g, s), ACCEL_ERROR_INVALID_ARGUMENT);
   graph.g = nullptr;
+}
+
+TEST_CASE("graphs: each device says how it replays graphs", "[graphs]") {
+  const char* forced = std::getenv("ACCEL_GRAPHS");
+  const bool recorder = forced != nullptr && std::string(forced) == "recorder";
+  const bool native = (globals().capabilities & ACCEL_CAP_GRAPHS) != 0;
+  if (expected("native_graphs")) CHECK(native);
+  for (int32_t d = 0; d < device_count(); ++d) {
+    INFO("device " << d);
+    accel_device_properties_t props{};
+    props.struct_size = sizeof props;
+    ACCEL_REQUIRE_OK(accel_get_device_properties(d, &props));
+    const std::string text = props.graphs;
+    INFO("graphs: " << text);
+    if (!native) {
+      CHECK(text == "recorded by accel");
+    } else if (recorder) {
+      CHECK((text == "recorded by accel (ACCEL_GRAPHS=recorder)" || text == "recorded by accel"));
+    } else if (expected("native_graphs")) {
+      // The plugin's own words follow, in parentheses.
+      CHECK(text.rfind("native (", 0) == 0);
+      CHECK(text.size() > 9);
+      CHECK(text.back() == ')');
+    } else {
+      CHECK((text.rfind("native (", 0) == 0 || text == "recorded by accel"));
+    }
+  }
 }
 
 TEST_CASE("graphs: 1000 replays with results checked every 100", "[graphs]") {

@@ -449,6 +449,9 @@ std::vector<Expectable> expectables(const conf::Globals& g) {
       {"peer", nullptr, ACCEL_CAP_PEER_COPY},
       {"attributes", nullptr, ACCEL_CAP_DEVICE_ATTRIBUTES},
       {"modules", nullptr, ACCEL_CAP_MODULES},
+      // ABI 1.4's graph group: expected, every device must replay natively
+      // (graphs_test.cpp) unless ACCEL_GRAPHS=recorder says otherwise.
+      {"native_graphs", nullptr, ACCEL_CAP_GRAPHS},
       // Not probed: the modules tests refuse a mistyped argument only when
       // this is expected (the backend tells its kernels' parameter types).
       {"param_types", nullptr, 0},
