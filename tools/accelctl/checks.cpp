@@ -423,6 +423,7 @@ const std::vector<NamedCheck>& selftest_checks() {
       {"host function order", check_host_order},
       {"synchronize", check_synchronize},
       {"kernels", check_kernels},
+      {"graphs", check_graphs},
   };
   return kChecks;
 }

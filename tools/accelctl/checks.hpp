@@ -30,5 +30,7 @@ const std::vector<NamedCheck>& selftest_checks();
 
 // The kernel check (kernel_check.cpp).
 CheckResult check_kernels(const Context& ctx);
+// The graph check (graph_check.cpp).
+CheckResult check_graphs(const Context& ctx);
 
 }  // namespace accelctl

@@ -69,6 +69,7 @@ DeviceEntry gather_device(int32_t index) {
   d.props.vendor[sizeof d.props.vendor - 1] = '\0';
   d.props.pci_bus_id[sizeof d.props.pci_bus_id - 1] = '\0';
   d.props.architecture[sizeof d.props.architecture - 1] = '\0';
+  d.props.graphs[sizeof d.props.graphs - 1] = '\0';
 
   size_t free_b = 0, total_b = 0;
   st = accel_mem_get_info(index, &free_b, &total_b);
@@ -219,6 +220,7 @@ nlohmann::json to_json(const DeviceEntry& d) {
         p.pci_bus_id[0] != '\0' ? nlohmann::json(p.pci_bus_id) : nlohmann::json(nullptr);
     j["architecture"] = p.architecture;
     j["compute_units"] = p.compute_units;
+    j["graphs"] = p.graphs;
   } else {
     j["error"] = d.props_error;
   }

@@ -83,6 +83,7 @@ void add_devices_command(CLI::App& app, CommandLine& cl) {
   devices->footer(
       "Show the properties of every device of the current accelerator: name, vendor,\n"
       "total memory (bytes and GiB), UUID, PCI bus id, architecture, compute units,\n"
+      "how it replays graphs ('native (CUDA graphs)', 'recorded by accel'),\n"
       "and free/total memory where the backend can tell (else 'not supported', null\n"
       "in JSON), the element types it holds (torch's get_device_capability) and every\n"
       "device attribute (accel_device_get_attribute; '-' or null where the backend\n"

@@ -161,6 +161,7 @@ int run_devices(bool json) {
       fmt::print("  architecture:   {}\n", or_dash(p.architecture));
       fmt::print("  compute units:  {}\n",
                  p.compute_units > 0 ? std::to_string(p.compute_units) : "unknown");
+      fmt::print("  graphs:         {}\n", or_dash(p.graphs));
     }
     if (d.free_bytes && d.total_bytes) {
       fmt::print("  memory info:    {} free of {} bytes ({} of {})\n", *d.free_bytes,
