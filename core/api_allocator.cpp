@@ -3,6 +3,8 @@
 // under torch's names, snapshots and their history.
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
+
 #include <nlohmann/json.hpp>
 
 #include "alloc/stats.hpp"
@@ -77,6 +79,38 @@ std::string native_snapshot(const Backend& b, int32_t device) {
 }  // namespace
 
 namespace {
+
+// The graph pools of the device (docs/graphs.md) as "graph_pools", and
+// "graph_pool": id on each segment block that one of them holds, so a
+// snapshot shows which reserved memory belongs to graphs.
+void add_graph_pools(const Backend& b, int32_t device, nlohmann::json& j) {
+  std::unordered_map<uintptr_t, uint64_t> owner;
+  nlohmann::json pools = nlohmann::json::array();
+  for (const GraphPool& p : graph_pools_of(&b, device)) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const GraphPool::Block& blk : p.blocks) {
+      owner[reinterpret_cast<uintptr_t>(blk.ptr)] = p.id;
+      blocks.push_back({{"address", reinterpret_cast<uintptr_t>(blk.ptr)},
+                        {"size", blk.bytes},
+                        {"in_use", blk.in_use}});
+    }
+    pools.push_back({{"id", p.id},
+                     {"users", p.users},
+                     {"from_handle", p.from_handle},
+                     {"blocks", std::move(blocks)}});
+  }
+  if (auto it = j.find("segments"); it != j.end() && !owner.empty()) {
+    for (auto& seg : *it) {
+      auto blocks = seg.find("blocks");
+      if (blocks == seg.end()) continue;
+      for (auto& blk : *blocks) {
+        auto o = owner.find(blk.value("address", uintptr_t{0}));
+        if (o != owner.end()) blk["graph_pool"] = o->second;
+      }
+    }
+  }
+  j["graph_pools"] = std::move(pools);
+}
 
 // The snapshot a call of this thread could not deliver (size query or
 // buffer too small), delivered by its next call: a thread allocating in a
@@ -281,6 +315,7 @@ accel_status_t accel_memory_snapshot(int32_t device, char* buffer, size_t capaci
       clear_last_error();
     }
     j["capacity"] = total;
+    add_graph_pools(*b, target, j);
     std::string text = j.dump();
     *length = text.size();
     if (capacity < text.size() + 1) {

@@ -717,4 +717,24 @@ accel_status_t graph_pool_id(const char* fn, const accel_graph_s* g, uint64_t* p
   return ACCEL_SUCCESS;
 }
 
+std::vector<GraphPool> graph_pools_of(const Backend* b, int32_t device) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<GraphPool> out;
+  for (const auto& [id, p] : r.pools) {
+    if (p->backend != b || p->device != device) continue;
+    GraphPool view;
+    view.id = p->id;
+    view.backend = p->backend;
+    view.device = p->device;
+    view.users = p->users;
+    view.from_handle = p->from_handle;
+    view.blocks = p->blocks;
+    out.push_back(std::move(view));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const GraphPool& x, const GraphPool& y) { return x.id < y.id; });
+  return out;
+}
+
 }  // namespace accel::core

@@ -206,6 +206,9 @@ void destroy_native_segments(accel_graph_s& g);
 // accel_device_properties_t.graphs of `device` of `b` (NUL-terminated).
 void describe_graph_support(const Backend& b, int32_t device, char* out, size_t size);
 
+// Copies of the graph pools of `device` of `b` in id order (snapshots).
+std::vector<GraphPool> graph_pools_of(const Backend* b, int32_t device);
+
 // Frees the blocks of released pools whose replays have completed (under
 // backend:native, where frees are not stream-ordered); waits for nothing.
 // The graph entry points call it.

@@ -38,6 +38,16 @@ bool has_fork_join(const char* test) {
   return true;
 }
 
+// The current device's memory snapshot (the two-call pattern).
+std::string snapshot_text() {
+  size_t length = 0;
+  if (accel_memory_snapshot(-1, nullptr, 0, &length) != ACCEL_SUCCESS) return {};
+  std::string text(length + 4096, '\0');
+  if (accel_memory_snapshot(-1, text.data(), text.size(), &length) != ACCEL_SUCCESS) return {};
+  text.resize(length);
+  return text;
+}
+
 // Owns a graph and destroys it at scope exit.
 struct Graph {
   accel_graph_t g = nullptr;
@@ -616,6 +626,19 @@ TEST_CASE("graphs: allocations in capture keep their address at every replay", "
   CHECK(pool2 == pool);
   ACCEL_REQUIRE_OK(accel_graph_replay(second.g, s));
   CHECK(all_bytes(download<unsigned char>(out.get(), kBytes, s), 4));
+  // The snapshot lists the pool with its block, and tags the allocator's
+  // block with the pool's id (nlohmann's dump: keys in sorted order).
+  const std::string snap = snapshot_text();
+  INFO("snapshot: " << snap);
+  const auto at = snap.find("\"graph_pools\":[");
+  REQUIRE(at != std::string::npos);
+  const std::string pools = snap.substr(at);
+  CHECK(pools.find("{\"address\":" + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+                   ",\"in_use\":true,\"size\":" + std::to_string(kBytes) + "}") !=
+        std::string::npos);
+  CHECK(pools.find("\"id\":" + std::to_string(pool) + ",") != std::string::npos);
+  if (expected("allocator"))
+    CHECK(snap.find("\"graph_pool\":" + std::to_string(pool)) != std::string::npos);
   uint64_t handle = 0;
   ACCEL_REQUIRE_OK(accel_graph_pool_handle(-1, &handle));
   CHECK(handle != 0);
