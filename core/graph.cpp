@@ -28,6 +28,7 @@
 #include "host_services.hpp"
 #include "memory_table.hpp"
 #include "module.hpp"
+#include "trace.hpp"
 
 namespace accel::core {
 
@@ -56,6 +57,7 @@ struct Capture {
   std::vector<std::vector<uint64_t>> seen;
   std::vector<size_t> last_op;  // each stream's last operation, kNone before
   std::unordered_map<const accel_event_s*, CapturedEvent> events;
+  uint64_t trace_start_ns = 0;  // when tracing: the capture's slice starts here
 };
 
 // Blocks of a released pool under backend:native, whose frees are not
@@ -581,6 +583,7 @@ accel_status_t begin_capture(const char* fn, accel_stream_s* s, accel_capture_mo
   c->origin = s;
   c->mode = mode;
   c->thread = std::this_thread::get_id();
+  if (trace_on()) c->trace_start_ns = trace_now_ns();
   c->graph = std::make_unique<accel_graph_s>();
   c->graph->backend = s->backend;
   c->graph->device = s->device;
@@ -606,6 +609,7 @@ const accel_stream_s* unjoined(const Capture& c) {
 accel_status_t end_capture(const char* fn, accel_stream_s* s, accel_graph_s** graph) {
   Registry& r = registry();
   Release rel;
+  TraceCapture slice;
   accel_status_t st = ACCEL_SUCCESS;
   {
     std::lock_guard lock(r.mutex);
@@ -618,6 +622,10 @@ accel_status_t end_capture(const char* fn, accel_stream_s* s, accel_graph_s** gr
                    describe(c->origin));
     }
     std::unique_ptr<Capture> owned = end_locked(r, c);
+    slice = {.start_ns = owned->trace_start_ns,
+             .device = s->device,
+             .operations = owned->graph->ops.size(),
+             .streams = owned->streams.size()};
     if (owned->invalidated) {
       st = invalidated_status(fn, *owned);
     } else if (const accel_stream_s* lost = unjoined(*owned); lost != nullptr) {
@@ -631,10 +639,12 @@ accel_status_t end_capture(const char* fn, accel_stream_s* s, accel_graph_s** gr
       accel_graph_s* g = owned->graph.release();
       r.graphs.insert(g);
       *graph = g;
-      return ACCEL_SUCCESS;
+    } else {
+      release_graph_locked(r, *owned->graph, rel);
     }
-    release_graph_locked(r, *owned->graph, rel);
   }
+  if (slice.start_ns != 0) trace_capture(slice, st);
+  if (st == ACCEL_SUCCESS) return st;
   LastErrorScope keep;  // the status's message, not the release's
   free_blocks(rel);
   return st;

@@ -121,7 +121,14 @@ nlohmann::json to_json(const TraceRec& r) {
     case Ph::complete:
       j["ph"] = "X";
       j["dur"] = us(r.dur);
-      if (!r.stream_lane) {
+      if (!r.stream_lane && r.kind == SpanKind::graph) {
+        j["name"] = r.name;
+        j["cat"] = "graph";
+        args["status"] = accel_status_name(static_cast<accel_status_t>(r.status));
+        args["device"] = r.device;
+        args["operations"] = r.bytes;
+        args["streams"] = r.counter_a;
+      } else if (!r.stream_lane) {
         j["name"] = r.name;
         j["cat"] = "api";
         args["status"] = accel_status_name(static_cast<accel_status_t>(r.status));
@@ -142,6 +149,7 @@ nlohmann::json to_json(const TraceRec& r) {
         } else {
           j["name"] = r.name;
         }
+        if (r.kind == SpanKind::graph) args["operations"] = r.bytes;
         if (r.kind == SpanKind::copy || r.kind == SpanKind::peer_copy ||
             r.kind == SpanKind::memset) {
           args["bytes"] = r.bytes;
@@ -464,6 +472,26 @@ void trace_call_end(TraceCall& c, accel_status_t st) {
 }
 
 TraceCall* trace_current_call() { return t_call; }
+
+void trace_capture(const TraceCapture& c, accel_status_t st) {
+  if (!g_trace_on) return;
+  const uint64_t end = trace_now_ns();
+  TraceRec r;
+  r.ph = Ph::complete;
+  r.kind = SpanKind::graph;  // on a host lane: the capture's slice
+  r.pid = trace_pid();
+  r.tid = trace_host_tid();
+  const uint64_t t0 = trace_t0();
+  r.ts = c.start_ns > t0 ? c.start_ns - t0 : 0;
+  r.dur = end > c.start_ns ? end - c.start_ns : 0;
+  r.name = "stream capture";
+  r.status = st;
+  r.device = c.device;
+  r.bytes = c.operations;
+  r.counter_a = static_cast<int64_t>(c.streams);
+  std::lock_guard lock(trace_mutex());
+  trace_push_locked(r);
+}
 
 void trace_note_device(int32_t device, uint64_t bytes, const void* ptr) {
   if (TraceCall* c = t_call; c != nullptr) {

@@ -107,6 +107,17 @@ void trace_stream_destroying(accel_stream_s* s);
 // retitled with the new name (a lane made later takes it from the start).
 void trace_stream_renamed(accel_stream_s* s);
 
+// A stream capture that ended (graph.cpp): a slice "stream capture" on the
+// ending thread's lane from accel_stream_begin_capture to the end, with the
+// operations recorded and the streams that took part.
+struct TraceCapture {
+  uint64_t start_ns = 0;  // trace_now_ns() at begin; 0: not traced
+  int32_t device = -1;
+  size_t operations = 0;
+  size_t streams = 0;
+};
+void trace_capture(const TraceCapture& c, accel_status_t st);
+
 // --- allocator --------------------------------------------------------------
 
 // "alloc", "free", "empty_cache", "oom" on the caller's lane, and the

@@ -145,6 +145,24 @@ int main(void) {
   CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
   CHECK(accel_range_pop(), ACCEL_SUCCESS);
 
+  /* A graph (docs/tracing.md): its capture is one "stream capture" slice;
+   * each replay's operations are spans (a memset of 12345 bytes, found by
+   * its size, and a copy into pinned memory), none at capture. */
+  {
+    void* pinned = NULL;
+    accel_graph_t g = NULL;
+    CHECK(accel_host_malloc(12345, 0, &pinned), ACCEL_SUCCESS);
+    CHECK(accel_stream_begin_capture(s, ACCEL_CAPTURE_MODE_GLOBAL, 0), ACCEL_SUCCESS);
+    CHECK(accel_memset_async(dev, 3, 12345, s), ACCEL_SUCCESS);
+    CHECK(accel_memcpy_async(pinned, dev, 12345, ACCEL_MEMCPY_DEVICE_TO_HOST, s), ACCEL_SUCCESS);
+    CHECK(accel_stream_end_capture(s, &g), ACCEL_SUCCESS);
+    CHECK(accel_graph_replay(g, s), ACCEL_SUCCESS);
+    CHECK(accel_graph_replay(g, s), ACCEL_SUCCESS);
+    CHECK(accel_stream_synchronize(s), ACCEL_SUCCESS);
+    CHECK(accel_graph_destroy(g), ACCEL_SUCCESS);
+    CHECK(accel_host_free(pinned), ACCEL_SUCCESS);
+  }
+
   /* Host functions that call accel while the stream's queue is full (sim
    * holds 4096 tasks; each traced memset queues three): the tracer never
    * holds its lock across an enqueue, which may block until the worker has

@@ -419,6 +419,14 @@ def check_api(ev, p, host_pid, api, spans, other):
     for c in ("copy", "memset", "host_function", "event"):
         if c not in cats:
             fail("no %s span" % c)
+    captures = [e for e in api if e.get("name") == "stream capture"]
+    if len(captures) != 1 or captures[0].get("cat") != "graph" or \
+            captures[0]["args"].get("operations") != 2:
+        fail("no 'stream capture' slice of 2 operations: %r" % captures)
+    replayed = [e for e in spans if e.get("cat") == "memset" and
+                e.get("args", {}).get("bytes") == 12345]
+    if len(replayed) != 2:
+        fail("expected the memset of each of 2 replays as a span, got %d" % len(replayed))
     mem = [e["name"] for e in ev if e["ph"] == "i"]
     for n in ("alloc", "free", "empty_cache"):
         if n not in mem:
