@@ -46,11 +46,11 @@ Fn sym(const char* name) {
 // cuStreamBeginCapture_v2), typed from cuda.h's prototype.
 #define CU(name) sym<decltype(&::name)>(FAKE_STR(name))
 
-#define CU_OK(expr)                \
-  do {                             \
-    const CUresult rc_ = (expr);   \
-    INFO(#expr << " -> " << rc_);  \
-    REQUIRE(rc_ == CUDA_SUCCESS);  \
+#define CU_OK(expr)               \
+  do {                            \
+    const CUresult rc_ = (expr);  \
+    INFO(#expr << " -> " << rc_); \
+    REQUIRE(rc_ == CUDA_SUCCESS); \
   } while (0)
 
 long long count(const char* what) {
@@ -123,7 +123,8 @@ void wait_gate(void* gate) {
 
 }  // namespace
 
-TEST_CASE("fake capture: work is recorded, not run; launches replay it in order", "[fake-graphs]") {
+TEST_CASE("fake capture: work is recorded and not run; launches replay it in order",
+          "[fake-graphs]") {
   make_current();
   CUstream s = new_stream(), other = new_stream();
   Bytes a(256), b(256);
@@ -149,7 +150,7 @@ TEST_CASE("fake capture: work is recorded, not run; launches replay it in order"
   CU_OK(CU(cuMemsetD8Async)(b.p, 1, b.n, other));
   const long long launches = count("graph_launches");
   CU_OK(CU(cuGraphLaunch)(exec, other));
-  CU_OK(CU(cuGraphLaunch)(exec, other));  // before the first completed
+  CU_OK(CU(cuGraphLaunch)(exec, other));             // before the first completed
   CU_OK(CU(cuGraphLaunch)(exec, CU_STREAM_LEGACY));  // after both (same exec)
   CHECK(count("graph_launches") == launches + 3);
   // The legacy stream is free, but its launch waits for the exec's earlier
@@ -178,7 +179,7 @@ TEST_CASE("fake capture: syncs and queries are refused and invalidate", "[fake-g
     CU_OK(CU(cuStreamBeginCapture)(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK(CU(cuStreamQuery)(s) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   }
-  SECTION("cuCtxSynchronize, in every mode") {
+  SECTION("cuCtxSynchronize in every mode") {
     CU_OK(CU(cuStreamBeginCapture)(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK(CU(cuCtxSynchronize)() == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   }
@@ -328,8 +329,8 @@ TEST_CASE("fake graphs: an exec destroyed with launches queued is freed after th
   std::atomic<bool> gate{false};
   CU_OK(CU(cuLaunchHostFunc)(s, wait_gate, &gate));
   for (int i = 0; i < 5; ++i) CU_OK(CU(cuGraphLaunch)(exec, s));
-  CU_OK(CU(cuGraphExecDestroy)(exec));        // returns at once
-  CHECK(count("graph_execs") == execs + 1);   // its launches still hold it
+  CU_OK(CU(cuGraphExecDestroy)(exec));       // returns at once
+  CHECK(count("graph_execs") == execs + 1);  // its launches still hold it
   CHECK(calls.load() == 0);
   gate.store(true);
   CU_OK(CU(cuStreamSynchronize)(s));

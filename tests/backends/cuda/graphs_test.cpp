@@ -122,7 +122,7 @@ TEST_CASE("native graphs: 1000 replays are cuGraphLaunch calls with arguments by
   replay_1000(f, g, x, dy);
   CHECK(fake_count("graph_launches") == launches + 1000);
   CHECK(fake_count("kernel_launches") == kernels + 2);  // none at replay
-  CHECK(fake_count("captures") == 0);  // the recording's capture ended
+  CHECK(fake_count("captures") == 0);                   // the recording's capture ended
   REQUIRE_OK(accel_graph_destroy(g));
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("native graphs: a host function splits the graph into two vendor graph
   REQUIRE_OK(accel_graph_destroy(g));
 }
 
-TEST_CASE("native graphs: destroyed while a replay is queued, the exec outlives it", "[graphs]") {
+TEST_CASE("native graphs: destroyed while a replay is queued the exec outlives it", "[graphs]") {
   Fixture f;
   if (!f.ok) return;
   constexpr uint32_t n = 32;
@@ -164,7 +164,7 @@ TEST_CASE("native graphs: destroyed while a replay is queued, the exec outlives 
   REQUIRE_OK(accel_launch_host_func(f.s, wait_gate, &gate));
   REQUIRE_OK(accel_graph_replay(g, f.s));
   REQUIRE_OK(accel_graph_replay(g, f.s));
-  REQUIRE_OK(accel_graph_destroy(g));  // never waits
+  REQUIRE_OK(accel_graph_destroy(g));         // never waits
   CHECK(fake_count("graph_execs") == execs);  // its launches still queued
   release_gate(&gate);
   REQUIRE_OK(accel_stream_synchronize(f.s));
@@ -172,7 +172,7 @@ TEST_CASE("native graphs: destroyed while a replay is queued, the exec outlives 
   CHECK(fake_count("graph_execs") == execs - 1);
 }
 
-TEST_CASE("a driver without graphs: the core records, no cuGraphLaunch",
+TEST_CASE("a driver without graphs: the core records and no cuGraphLaunch",
           "[graphs-no-driver-graphs]") {
   Fixture f;
   if (!f.ok) return;
@@ -191,7 +191,7 @@ TEST_CASE("a driver without graphs: the core records, no cuGraphLaunch",
   REQUIRE_OK(accel_graph_destroy(g));
 }
 
-TEST_CASE("ACCEL_GRAPHS=recorder: the core re-issues, no cuGraphLaunch", "[graphs-recorder]") {
+TEST_CASE("ACCEL_GRAPHS=recorder: the core re-issues and no cuGraphLaunch", "[graphs-recorder]") {
   Fixture f;
   if (!f.ok) return;
   CHECK(graphs_text(0) == "recorded by accel (ACCEL_GRAPHS=recorder)");

@@ -65,7 +65,7 @@ inline accel_kernel_t kernel(accel_module_t m, const char* name) {
 }
 
 inline accel_launch_config_t config(accel_dim3_t grid, accel_dim3_t block, accel_stream_t stream,
-                             size_t shared = 0) {
+                                    size_t shared = 0) {
   accel_launch_config_t c;
   std::memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
@@ -83,7 +83,9 @@ template <class T>
 accel_kernel_arg_t val(const T& v) {
   return {ACCEL_KERNEL_ARG_VALUE, sizeof v, &v};
 }
-inline accel_kernel_arg_t local(size_t bytes) { return {ACCEL_KERNEL_ARG_LOCAL_MEMORY, bytes, nullptr}; }
+inline accel_kernel_arg_t local(size_t bytes) {
+  return {ACCEL_KERNEL_ARG_LOCAL_MEMORY, bytes, nullptr};
+}
 
 // Device memory holding `v` (copied on `s`), freed by the destructor.
 struct Buffer {

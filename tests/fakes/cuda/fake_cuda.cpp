@@ -764,7 +764,9 @@ CUresult cuCtxGetDevice(CUdevice* device) {
 
 CUresult cuCtxSynchronize(void) {
   FAKE_CONTEXT();
-  if (fake_cuda::capture_refuses_context_sync(t_current)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  // Refused while a stream of the context captures (and the capture invalidated).
+  if (fake_cuda::capture_refuses_context_sync(t_current))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::vector<CUstream_st*> streams;
   {
     std::lock_guard lock(t_current->m);

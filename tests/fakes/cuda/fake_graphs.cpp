@@ -85,7 +85,7 @@ struct Capture {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::thread::id thread;
   bool invalidated = false;
-  CUgraph_st* graph = nullptr;  // being built; handed out by cuStreamEndCapture
+  CUgraph_st* graph = nullptr;           // being built; handed out by cuStreamEndCapture
   const CUgraphNode_st* last = nullptr;  // the next node's dependency
 };
 
@@ -196,10 +196,15 @@ long long graph_counter(const std::string& name) {
 }
 
 bool is_graph_entry(const char* symbol) {
-  static const char* const names[] = {
-      "cuStreamBeginCapture", "cuStreamEndCapture",          "cuStreamIsCapturing",
-      "cuStreamGetCaptureInfo", "cuThreadExchangeStreamCaptureMode", "cuGraphInstantiateWithFlags",
-      "cuGraphLaunch",        "cuGraphExecDestroy",          "cuGraphDestroy"};
+  static const char* const names[] = {"cuStreamBeginCapture",
+                                      "cuStreamEndCapture",
+                                      "cuStreamIsCapturing",
+                                      "cuStreamGetCaptureInfo",
+                                      "cuThreadExchangeStreamCaptureMode",
+                                      "cuGraphInstantiateWithFlags",
+                                      "cuGraphLaunch",
+                                      "cuGraphExecDestroy",
+                                      "cuGraphDestroy"};
   for (const char* n : names)
     if (std::strcmp(n, symbol) == 0) return true;
   return false;
@@ -275,14 +280,12 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureSta
 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
                                 cuuint64_t* id_out, CUgraph* graph_out,
                                 const CUgraphNode** dependencies_out,
-                                const CUgraphEdgeData** edgeData_out,
-                                size_t* numDependencies_out) {
+                                const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
   if (edgeData_out != nullptr) *edgeData_out = nullptr;
 #else
 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
                                 cuuint64_t* id_out, CUgraph* graph_out,
-                                const CUgraphNode** dependencies_out,
-                                size_t* numDependencies_out) {
+                                const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
 #endif
   CUcontext ctx = nullptr;
   if (CUresult rc = fake_cuda::current_context(&ctx); rc != CUDA_SUCCESS) return rc;
