@@ -5,8 +5,10 @@
 // cuGraphLaunch and no cuLaunchKernel. Scenarios (meson.build): [graphs] (a
 // driver with graphs), [graphs-no-driver-graphs] (FAKE_CUDA_GRAPHS=0: the
 // driver has no capture entry points, the core records) and
-// [graphs-recorder] (ACCEL_GRAPHS=recorder). Without nvcc's PTX the tests
-// exit 77 (SKIP), saying why.
+// [graphs-recorder] (ACCEL_GRAPHS=recorder), and [graphs-direct]: the
+// plugin's graph group called through its own table, no core (a recording
+// against a device synchronize on another thread; keep 0). Without nvcc's
+// PTX the kernel tests exit 77 (SKIP), saying why.
 #include <catch2/catch.hpp>
 
 #include <accel/accel.h>
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "direct_plugin.hpp"
 #include "kernel_helpers.hpp"
 
 namespace {
@@ -204,4 +207,95 @@ TEST_CASE("ACCEL_GRAPHS=recorder: the core re-issues and no cuGraphLaunch", "[gr
   CHECK(dy.read<float>(f.s) == std::vector<float>(n, 15.0f));
   CHECK(fake_count("graph_launches") == 0);
   REQUIRE_OK(accel_graph_destroy(g));
+}
+
+// ---- the plugin's graph group called directly (no core) ---------------------
+
+namespace {
+
+// Device 0's byte buffer through the plugin's own table.
+struct PluginBytes {
+  const accel_plugin_api_t* a;
+  void* p = nullptr;
+  size_t n;
+  PluginBytes(const accel_plugin_api_t* api, size_t bytes) : a(api), n(bytes) {
+    REQUIRE(a->mem_alloc(0, n, &p) == ACCEL_SUCCESS);
+  }
+  ~PluginBytes() { a->mem_free(0, p); }
+  std::vector<unsigned char> read(accel_plugin_stream_t s) const {
+    std::vector<unsigned char> out(n);
+    REQUIRE(a->memcpy_async(out.data(), p, n, ACCEL_MEMCPY_DEVICE_TO_HOST, s) == ACCEL_SUCCESS);
+    REQUIRE(a->stream_synchronize(s) == ACCEL_SUCCESS);
+    return out;
+  }
+};
+
+const accel_plugin_api_t* private_plugin() {
+  static accel_host_services_t host = accel_test::quiet_host();
+  int32_t count = 0;
+  const accel_plugin_api_t* a =
+      accel_test::open_private_copy(std::getenv("ACCEL_TEST_CUDA_PLUGIN"), &host, &count);
+  REQUIRE(a != nullptr);
+  REQUIRE(count == 2);
+  REQUIRE(a->lazy_init() == ACCEL_SUCCESS);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("graph group: a recording survives a device synchronize from another thread",
+          "[graphs-direct]") {
+  const accel_plugin_api_t* a = private_plugin();
+  REQUIRE(a->graph_support != nullptr);
+  CHECK(std::string(a->graph_support(0)) == "CUDA graphs");
+  CHECK(a->graph_support(7) == nullptr);  // no such device
+  accel_plugin_stream_t s = nullptr;
+  REQUIRE(a->default_stream(0, &s) == ACCEL_SUCCESS);
+  PluginBytes src(a, 256), dst(a, 256);
+  REQUIRE(a->memset_async(dst.p, 0, dst.n, s) == ACCEL_SUCCESS);
+  REQUIRE(a->stream_synchronize(s) == ACCEL_SUCCESS);
+  const long long streams = fake_count("streams");
+  accel_plugin_stream_t rec = nullptr;
+  REQUIRE(a->graph_record_begin(0, &rec) == ACCEL_SUCCESS);
+  CHECK(fake_count("captures") == 1);
+  CHECK(a->memset_async(src.p, 5, src.n, rec) == ACCEL_SUCCESS);
+  CHECK(a->memcpy_async(dst.p, src.p, dst.n, ACCEL_MEMCPY_DEVICE_TO_DEVICE, rec) == ACCEL_SUCCESS);
+  // cuCtxSynchronize would be refused now and invalidate the recording: the
+  // plugin's device_synchronize waits for the recording to end instead.
+  std::atomic<bool> synced{false};
+  std::atomic<accel_status_t> sync_status{ACCEL_ERROR_BACKEND_FAILURE};
+  std::thread syncer([&] {
+    sync_status = a->device_synchronize(0);
+    synced = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(synced.load());
+  accel_plugin_graph_t exec = nullptr;
+  CHECK(a->graph_record_end(rec, 1, &exec) == ACCEL_SUCCESS);
+  syncer.join();
+  CHECK(sync_status.load() == ACCEL_SUCCESS);
+  REQUIRE(exec != nullptr);
+  CHECK(fake_count("captures") == 0);
+  CHECK(fake_count("streams") == streams);                     // the private stream is gone
+  CHECK(dst.read(s) == std::vector<unsigned char>(dst.n, 0));  // recorded, not run
+  for (int i = 0; i < 3; ++i) REQUIRE(a->graph_launch(exec, s) == ACCEL_SUCCESS);
+  CHECK(dst.read(s) == std::vector<unsigned char>(dst.n, 5));
+  const long long execs = fake_count("graph_execs");
+  a->graph_exec_destroy(exec);
+  CHECK(fake_count("graph_execs") == execs - 1);
+}
+
+TEST_CASE("graph group: keep 0 discards the recording and its stream", "[graphs-direct]") {
+  const accel_plugin_api_t* a = private_plugin();
+  PluginBytes b(a, 64);
+  const long long streams = fake_count("streams"), graphs = fake_count("graphs");
+  const long long execs = fake_count("graph_execs");
+  accel_plugin_stream_t rec = nullptr;
+  REQUIRE(a->graph_record_begin(1, &rec) == ACCEL_SUCCESS);  // the other device
+  CHECK(fake_count("streams") == streams + 1);
+  CHECK(a->graph_record_end(rec, 0, nullptr) == ACCEL_SUCCESS);
+  CHECK(fake_count("captures") == 0);
+  CHECK(fake_count("streams") == streams);
+  CHECK(fake_count("graphs") == graphs);
+  CHECK(fake_count("graph_execs") == execs);
 }
