@@ -23,12 +23,16 @@ namespace accel::cuda {
 
 namespace {
 
-// Opens a recording slot of device `d`, after any context synchronize in
-// flight.
-void enter_recording(Device& d) {
-  std::unique_lock lock(d.capture_m);
-  d.capture_cv.wait(lock, [&] { return d.context_syncs == 0; });
+// Opens a recording slot of device `d`; false while a context synchronize
+// is in flight. Not waiting for it: the synchronize may be waiting for the
+// very host function that asks for the recording (a first accel_graph_replay
+// from a host function), and a recording refused is only a graph the core
+// re-issues itself.
+bool enter_recording(Device& d) {
+  std::lock_guard lock(d.capture_m);
+  if (d.context_syncs > 0) return false;
   ++d.recordings;
+  return true;
 }
 
 void leave_recording(Device& d) {
@@ -101,9 +105,17 @@ accel_status_t op_graph_record_begin(int32_t device, accel_plugin_stream_t* reco
     auto s = std::make_unique<Stream>();
     s->device = device;
     s->recording = true;
-    ACCEL_CU_TRY(cuStreamCreateWithPriority, (&s->handle, CU_STREAM_NON_BLOCKING, 0));
-    enter_recording(*d);
-    CUresult rc = driver().cuStreamBeginCapture(s->handle, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (!enter_recording(*d))
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "cuda device %d is being synchronized (cuCtxSynchronize would invalidate a "
+                  "stream capture): the core replays this graph itself",
+                  int(device));
+    CUresult rc = driver().cuStreamCreateWithPriority(&s->handle, CU_STREAM_NON_BLOCKING, 0);
+    if (rc != CUDA_SUCCESS) {
+      leave_recording(*d);
+      return vendor_fail("cuStreamCreateWithPriority", rc);
+    }
+    rc = driver().cuStreamBeginCapture(s->handle, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (rc != CUDA_SUCCESS) {
       leave_recording(*d);
       driver().cuStreamDestroy(s->handle);

@@ -299,3 +299,36 @@ TEST_CASE("graph group: keep 0 discards the recording and its stream", "[graphs-
   CHECK(fake_count("graphs") == graphs);
   CHECK(fake_count("graph_execs") == execs);
 }
+
+TEST_CASE("graph group: no recording begins while the device is being synchronized",
+          "[graphs-direct]") {
+  const accel_plugin_api_t* a = private_plugin();
+  accel_plugin_stream_t s = nullptr;
+  REQUIRE(a->default_stream(0, &s) == ACCEL_SUCCESS);
+  std::atomic<bool> gate{false};
+  REQUIRE(a->launch_host_func(s, wait_gate, &gate) == ACCEL_SUCCESS);
+  std::atomic<bool> synced{false};
+  std::thread syncer([&] {
+    a->device_synchronize(0);  // held by the gate
+    synced = true;
+  });
+  // Until the synchronize is in flight a recording may still begin (and is
+  // discarded here); then the plugin declines, waiting for nothing (the
+  // synchronize may be waiting for the host function asking).
+  accel_status_t st = ACCEL_SUCCESS;
+  for (int i = 0; i < 200 && st == ACCEL_SUCCESS; ++i) {
+    accel_plugin_stream_t rec = nullptr;
+    st = a->graph_record_begin(0, &rec);
+    if (st == ACCEL_SUCCESS) {
+      REQUIRE(a->graph_record_end(rec, 0, nullptr) == ACCEL_SUCCESS);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  CHECK(st == ACCEL_ERROR_NOT_SUPPORTED);
+  CHECK_FALSE(synced.load());
+  release_gate(&gate);
+  syncer.join();
+  accel_plugin_stream_t rec = nullptr;
+  REQUIRE(a->graph_record_begin(0, &rec) == ACCEL_SUCCESS);  // over: recordings again
+  CHECK(a->graph_record_end(rec, 0, nullptr) == ACCEL_SUCCESS);
+}
