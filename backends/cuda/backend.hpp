@@ -198,13 +198,12 @@ struct Stream {
   // stream_destroy destroys `handle`: streams the plugin created, and
   // wrappers made with ACCEL_NATIVE_TAKE_OWNERSHIP.
   bool owns_handle = true;
-  // A native graph recording (graphs.cpp): a private CU_STREAM_NON_BLOCKING
-  // stream in relaxed stream capture, handed to the core only as the stream
-  // of launch_kernel, memcpy_async, memset_async and memcpy_peer_async,
-  // which queue on `handle` as on any stream (none of them syncs or
-  // queries), so the driver records them.
-  bool recording = false;
 };
+// A native graph recording (graphs.cpp) is a Stream too: a private
+// CU_STREAM_NON_BLOCKING one in relaxed stream capture, handed to the core
+// only as the stream of launch_kernel, memcpy_async, memset_async and
+// memcpy_peer_async, which queue on `handle` as on any stream (none of them
+// syncs, queries or stages), so the driver records them.
 
 // An executable graph (graphs.cpp): made by graph_record_end, launched on
 // any stream of `device`.

@@ -104,7 +104,6 @@ accel_status_t op_graph_record_begin(int32_t device, accel_plugin_stream_t* reco
     ACCEL_CUDA_CTX_SCOPE(device);
     auto s = std::make_unique<Stream>();
     s->device = device;
-    s->recording = true;
     if (!enter_recording(*d))
       return fail(ACCEL_ERROR_NOT_SUPPORTED,
                   "cuda device %d is being synchronized (cuCtxSynchronize would invalidate a "

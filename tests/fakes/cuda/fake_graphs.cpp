@@ -33,7 +33,9 @@
 // CUDA_ERROR_NOT_SUPPORTED and leave the capture valid; the legacy stream's
 // implicit order with blocking capturing streams (the fake's streams never
 // synchronise with the legacy stream); cuGraphInstantiateWithFlags takes
-// flags 0 only.
+// flags 0 only. The copy counters (pinned_copies, pageable_copies,
+// peer_copies) and kernel_launches count the calls, captured or not, not
+// their replays.
 #include <cuda.h>
 
 #include <atomic>
