@@ -13,6 +13,7 @@
 #include <accel/accel_plugin_helpers.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -93,6 +94,19 @@ constexpr int kMinDriverVersion = 11040;
   X(cuFuncSetAttribute, nullptr)              \
   X(cuLaunchKernel, nullptr)
 
+// Stream capture and executable graphs (ABI 1.4's native graph group,
+// graphs.cpp), optional: all present (CUDA 11.4+ drivers have them:
+// cuGraphInstantiateWithFlags is the newest) or the core records graphs
+// itself. Names as cuda.h spells them (cuStreamBeginCapture is
+// cuStreamBeginCapture_v2, with a mode).
+#define ACCEL_CUDA_GRAPH_FUNCTIONS(X) \
+  X(cuStreamBeginCapture)             \
+  X(cuStreamEndCapture)               \
+  X(cuGraphInstantiateWithFlags)      \
+  X(cuGraphLaunch)                    \
+  X(cuGraphExecDestroy)               \
+  X(cuGraphDestroy)
+
 // cuFuncGetParamInfo as the CUDA 12.4 Driver API reference declares it
 // (spelled out, so the plugin also builds against an older cuda.h).
 using FuncGetParamInfoFn = CUresult (*)(CUfunction func, size_t paramIndex, size_t* paramOffset,
@@ -112,6 +126,12 @@ struct Driver {
   // Optional: NULL on drivers older than 12.4 (kernel_get_params then
   // answers ACCEL_ERROR_NOT_SUPPORTED and arguments go unchecked).
   FuncGetParamInfoFn cuFuncGetParamInfo = nullptr;
+  // Optional as a group (ACCEL_CUDA_GRAPH_FUNCTIONS): `graphs` says all of
+  // them were found.
+#define ACCEL_CUDA_GRAPH_MEMBER(name) decltype(&::name) name = nullptr;
+  ACCEL_CUDA_GRAPH_FUNCTIONS(ACCEL_CUDA_GRAPH_MEMBER)
+#undef ACCEL_CUDA_GRAPH_MEMBER
+  bool graphs = false;
 };
 
 // The loaded driver; complete once open_driver() succeeded.
@@ -179,6 +199,18 @@ struct Stream {
   // wrappers made with ACCEL_NATIVE_TAKE_OWNERSHIP.
   bool owns_handle = true;
 };
+// A native graph recording (graphs.cpp) is a Stream too: a private
+// CU_STREAM_NON_BLOCKING one in relaxed stream capture, handed to the core
+// only as the stream of launch_kernel, memcpy_async, memset_async and
+// memcpy_peer_async, which queue on `handle` as on any stream (none of them
+// syncs, queries or stages), so the driver records them.
+
+// An executable graph (graphs.cpp): made by graph_record_end, launched on
+// any stream of `device`.
+struct GraphExec {
+  int32_t device = 0;
+  CUgraphExec handle = nullptr;
+};
 
 struct Event {
   int32_t device = 0;
@@ -209,12 +241,34 @@ struct Device {
   DeviceLimits limits;
   CUresult limits_rc = CUDA_SUCCESS;
   const char* limits_failed = nullptr;  // the attribute whose query failed
+  // Native graph recordings open on the device and cuCtxSynchronize calls
+  // in flight (graphs.cpp): the driver refuses a context synchronize while
+  // a stream of the context captures, and invalidates the capture, so
+  // neither starts while the other is in progress.
+  std::mutex capture_m;
+  std::condition_variable capture_cv;
+  int recordings = 0;
+  int context_syncs = 0;
 };
 
 // The device of an index the core has already validated; checked again
 // because a backend should not crash on a broken caller. Fails with
 // ACCEL_ERROR_INVALID_DEVICE ("device N is out of range [0, count)").
 accel_status_t device_at(int32_t device_index, Device*& out) noexcept;
+
+// Brackets a cuCtxSynchronize of device `d`'s context: waits until no
+// native graph recording of the device is open, and keeps new ones from
+// beginning until the scope ends (graphs.cpp).
+class ContextSyncScope {
+ public:
+  explicit ContextSyncScope(Device& d);
+  ~ContextSyncScope();
+  ContextSyncScope(const ContextSyncScope&) = delete;
+  ContextSyncScope& operator=(const ContextSyncScope&) = delete;
+
+ private:
+  Device& d_;
+};
 
 // on_device() and on_device_pair() over device_at (common/plugin_ops.hpp).
 ACCEL_BACKEND_DEVICE_FRAMES(device_at)
@@ -325,5 +379,12 @@ ACCEL_BACKEND_DECLARE_OP(stream_set_name)
 // ABI 1.3 (memory.cpp): what cuPointerGetAttribute says of a pointer accel
 // did not allocate.
 ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
+// ABI 1.4's native graph group (graphs.cpp): CUDA stream capture into
+// cuGraph executables.
+ACCEL_BACKEND_DECLARE_OP(graph_support)
+ACCEL_BACKEND_DECLARE_OP(graph_record_begin)
+ACCEL_BACKEND_DECLARE_OP(graph_record_end)
+ACCEL_BACKEND_DECLARE_OP(graph_launch)
+ACCEL_BACKEND_DECLARE_OP(graph_exec_destroy)
 
 }  // namespace accel::cuda

@@ -225,9 +225,12 @@ accel_status_t op_set_current_device(int32_t device, uint32_t flags) {
   });
 }
 
+// Not while a native graph recording of the device is open: the driver
+// would refuse the synchronize and invalidate the recording (ContextSyncScope).
 accel_status_t op_device_synchronize(int32_t device) {
-  return guarded("device_synchronize", [&] {
+  return on_device("device_synchronize", device, [&](Device* d) -> accel_status_t {
     ACCEL_CUDA_CTX_SCOPE(device);
+    ContextSyncScope no_recording(*d);
     ACCEL_CU_TRY(cuCtxSynchronize, ());
     return ACCEL_SUCCESS;
   });

@@ -80,6 +80,32 @@ void resolve_param_info(GetProcAddressFn gpa, int version) {
   plugin::symbol("cuFuncGetParamInfo", &d.cuFuncGetParamInfo).store(&d.cuFuncGetParamInfo, fn);
 }
 
+// The graph entry points (ACCEL_CUDA_GRAPH_FUNCTIONS), optional as a group:
+// as for cuFuncGetParamInfo, cuGetProcAddress's answer decides where the
+// driver has it; dlsym of the versioned name otherwise. Any one missing
+// leaves Driver::graphs false (the core then records graphs itself).
+void resolve_graph_functions(GetProcAddressFn gpa) {
+  Driver& d = g_driver;
+#define ACCEL_CUDA_GRAPH_ENTRY(name) \
+  EntryPoint{#name, plugin::symbol(ACCEL_CUDA_STR(name), &d.name, false), nullptr},
+  const EntryPoint entries[] = {ACCEL_CUDA_GRAPH_FUNCTIONS(ACCEL_CUDA_GRAPH_ENTRY)};
+#undef ACCEL_CUDA_GRAPH_ENTRY
+  bool all = true;
+  for (const EntryPoint& e : entries) {
+    void* fn = nullptr;
+    if (gpa != nullptr) {
+      CUdriverProcAddressQueryResult found{};
+      if (gpa(e.base, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS)
+        fn = nullptr;
+    } else {
+      fn = dlsym(g_library.handle(), e.symbol.name);
+    }
+    e.symbol.store(e.symbol.slot, fn);
+    all = all && fn != nullptr;
+  }
+  d.graphs = all;
+}
+
 }  // namespace
 
 Driver& driver() noexcept { return g_driver; }
@@ -138,6 +164,12 @@ accel_status_t open_driver() {
     plugin::log(ACCEL_LOG_DEBUG,
                 "the CUDA driver (CUDA %s) has no cuFuncGetParamInfo (CUDA 12.4+): kernel "
                 "arguments are not checked before launch",
+                version_text(version).c_str());
+  resolve_graph_functions(gpa);
+  if (!d.graphs)
+    plugin::log(ACCEL_LOG_DEBUG,
+                "the CUDA driver (CUDA %s) lacks the stream capture and graph entry points: "
+                "accel records graphs itself",
                 version_text(version).c_str());
   plugin::log(ACCEL_LOG_DEBUG, "loaded CUDA driver '%s' (CUDA %s); %d entry points through %s",
               d.path.c_str(), version_text(version).c_str(), from_gpa,

@@ -1,6 +1,6 @@
 // The vtable of the CUDA backend and its entry point; the operations live in
 // count.cpp, library.cpp, devices.cpp, streams.cpp, interop.cpp, events.cpp,
-// hostfn.cpp, memory.cpp, modules.cpp and launch.cpp.
+// hostfn.cpp, memory.cpp, modules.cpp, launch.cpp and graphs.cpp.
 //
 // Capabilities: NATIVE_CURRENT_DEVICE, TIMING_EVENTS, HOST_FUNCTIONS,
 // STREAM_PRIORITIES, CROSS_DEVICE_WAIT; DISCOVERY_FORK_SAFE added by
@@ -13,6 +13,9 @@
 #define ACCEL_BACKEND_STREAM_SET_NAME op_stream_set_name
 // ABI 1.3: pointer_get_device (memory.cpp).
 #define ACCEL_BACKEND_POINTER_GET_DEVICE accel::cuda::op_pointer_get_device
+// ABI 1.4: the native graph group, CUDA graphs (graphs.cpp); the core sets
+// ACCEL_PLUGIN_CAP_GRAPHS from the filled group.
+#define ACCEL_BACKEND_NATIVE_GRAPHS 1
 #include "backend.hpp"
 
 ACCEL_BACKEND_PLUGIN(accel::cuda, "cuda", 400,

@@ -12,7 +12,12 @@
 # ACCEL_ALLOC_CONF=backend:native), modules and kernels
 # (tests/gpu/cuda_kernels.c: the PTX of kernels/accel_kernels.cu loaded
 # through accel, vector_add, saxpy, reduce_sum and index_3d with results
-# checked, and the launch overhead against cuLaunchKernel printed) and the
+# checked, and the launch overhead against cuLaunchKernel printed), native
+# graphs (the conformance graphs group on its own; tests/gpu/cuda_graphs.c:
+# what the device says of its graphs, "native (CUDA graphs)" checked, a
+# 64-saxpy graph replayed with its result checked, and 64 empty kernels as
+# 64 launches vs one accel_graph_replay vs one cuGraphLaunch of the same
+# launches captured by the driver directly, printed) and the
 # Google Benchmark programs: bench-cuda (tests/bench/bench_cuda.cpp:
 # accel_launch_kernel against cuLaunchKernel, and stream query and
 # synchronize, event record and query against the driver calls, paired on
@@ -123,6 +128,10 @@ kernels="$build/cuda-kernels"
 $cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_kernels.c" \
   -o "$kernels" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl -lm ||
   die "cannot build tests/gpu/cuda_kernels.c"
+graphs_exe="$build/cuda-graphs"
+$cc -std=gnu11 -O2 -Wall -I"$repo/include" -I"$cuda_inc" "$repo/tests/gpu/cuda_graphs.c" \
+  -o "$graphs_exe" -L"$build/core" -laccelcore -Wl,-rpath,"$build/core" -ldl ||
+  die "cannot build tests/gpu/cuda_graphs.c"
 # The PTX kernels/meson.build made with nvcc (absent without nvcc: the
 # kernel checks fail).
 ptx="$build/kernels/accel_kernels.ptx"
@@ -179,6 +188,15 @@ run "allocator with ACCEL_ALLOC_CONF=backend:native" \
   env ACCEL_BACKEND=cuda ACCEL_ALLOC_CONF=backend:native "$alloc"
 run "modules and kernels: results, launch overhead vs cuLaunchKernel" \
   env ACCEL_BACKEND=cuda "$kernels" "$ptx"
+# Native graphs: the conformance graphs group on its own (its "each device
+# says how it replays graphs" case prints nothing when it passes: the next
+# check prints the device's words), then cuda_graphs.c.
+run "conformance: graphs group" "$conformance" --backend cuda '[graphs]' --durations yes
+graphs_out="$build/cuda-graphs.out"
+rm -f "$graphs_out"
+run "native graphs: device's words, 64-saxpy replays, 64 empty kernels launched vs replayed vs cuGraphLaunch" \
+  env ACCEL_BACKEND=cuda bash -o pipefail -c '"$0" "$1" | tee "$2"' "$graphs_exe" "$ptx" "$graphs_out"
+graphs_line=$(grep -m1 '^device 0 graphs:' "$graphs_out" 2>/dev/null)
 # The timeline trace of the saxpy example on the GPU (device spans timed by
 # CUDA events), checked as the tests check it on sim and PoCL, and kept for
 # Perfetto.
@@ -235,6 +253,7 @@ else
   [ -z "${RATIO_TARGETS:-}" ] && why="ACCEL_CUDA_DRIVER is set, not the system driver"
   ratios="ratios: ${ratio_line:-none checked}; $why (RATIO_TARGETS=enforce enforces them)"
 fi
+echo "${graphs_line:-device 0 graphs: unknown (cuda-graphs did not say)}"
 [ ${#failed[@]} -eq 0 ] || printf 'FAILED: %s\n' "${failed[@]}"
 echo "cuda.sh: $checks checks run, $((checks - ${#failed[@]})) passed, ${#failed[@]} failed; $ratios"
 [ ${#failed[@]} -eq 0 ]

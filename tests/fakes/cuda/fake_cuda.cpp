@@ -25,6 +25,9 @@
 //                                than the code). Both stay exported: the
 //                                plugin needs them to load at all
 //   FAKE_CUDA_MEMORY_MB=N        memory per device (default 1024)
+//   FAKE_CUDA_GRAPHS=0           cuGetProcAddress does not know the stream
+//                                capture and graph entry points (a driver
+//                                without graphs; dlsym still finds them)
 //   FAKE_CUDA_PEER=0             the topology has no P2P path between any two
 //                                devices (default 1: every pair, NVLink-like):
 //                                cuDeviceCanAccessPeer answers 0 and
@@ -70,8 +73,13 @@
 // ("streams" live created streams, "host_allocations", "registered_ranges",
 // "peer_links", "pinned_copies", "pageable_copies", "peer_copies",
 // "proc_address_misses": names cuGetProcAddress did not know, and
-// fake_modules.cpp's "modules", "kernel_launches", "dynamic_shared_opt_ins");
+// fake_modules.cpp's "modules", "kernel_launches", "dynamic_shared_opt_ins",
+// fake_graphs.cpp's "graphs", "graph_execs", "graph_launches", "captures");
 // -1 for an unknown name.
+//
+// Stream capture and graphs (cuStreamBeginCapture .. cuGraphExecDestroy)
+// live in fake_graphs.cpp: every call that queues work goes through
+// submit(), which records it instead while the stream captures; see there.
 #include <cuda.h>
 #include <pthread.h>
 
@@ -176,6 +184,7 @@ struct Model {
   bool proc_address = true;
   bool param_info = true;     // FAKE_CUDA_PARAM_INFO
   bool error_strings = true;  // FAKE_CUDA_NO_ERROR_STRINGS unset
+  bool graphs = true;         // FAKE_CUDA_GRAPHS
   size_t memory = size_t{1024} << 20;
   std::mutex m;  // allocations, live handles
   std::map<uintptr_t, Allocation> allocations;
@@ -214,6 +223,7 @@ Model& model() {
     m->proc_address = env_int("FAKE_CUDA_PROC_ADDRESS", 1) != 0;
     m->param_info = env_int("FAKE_CUDA_PARAM_INFO", 1) != 0;
     m->error_strings = env_int("FAKE_CUDA_NO_ERROR_STRINGS", 0) == 0;
+    m->graphs = env_int("FAKE_CUDA_GRAPHS", 1) != 0;
     m->memory = static_cast<size_t>(std::max(1, env_int("FAKE_CUDA_MEMORY_MB", 1024))) << 20;
     m->peer = env_int("FAKE_CUDA_PEER", 1) != 0;
     pthread_atfork(nullptr, nullptr, after_fork_child);
@@ -521,6 +531,19 @@ void enqueue(void* queue, std::function<void()> work) {
   ::enqueue(static_cast<CUstream_st*>(queue), std::move(work));
 }
 
+CUresult submit(void* queue, std::function<void()> work) {
+  switch (capture_work(queue, work)) {
+    case Captured::recorded:
+      return CUDA_SUCCESS;
+    case Captured::invalidated:
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    case Captured::no:
+      break;
+  }
+  ::enqueue(static_cast<CUstream_st*>(queue), std::move(work));
+  return CUDA_SUCCESS;
+}
+
 bool kernel_can_access(CUcontext ctx, uintptr_t p, size_t bytes) {
   if (bytes == 0) return true;
   if (in_allocation_of(p, bytes, ctx->device)) return true;
@@ -741,6 +764,9 @@ CUresult cuCtxGetDevice(CUdevice* device) {
 
 CUresult cuCtxSynchronize(void) {
   FAKE_CONTEXT();
+  // Refused while a stream of the context captures (and the capture invalidated).
+  if (fake_cuda::capture_refuses_context_sync(t_current))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::vector<CUstream_st*> streams;
   {
     std::lock_guard lock(t_current->m);
@@ -784,6 +810,7 @@ CUresult cuStreamDestroy(CUstream hStream) {
     m.live.erase(hStream);
   }
   model().live_streams.fetch_sub(1);
+  fake_cuda::capture_stream_destroyed(hStream);
   // Queued work still completes; the worker then exits. The object stays
   // (in its context's list) so cuCtxSynchronize can still wait on it.
   {
@@ -802,6 +829,7 @@ CUresult cuStreamQuery(CUstream hStream) {
   FAKE_CONTEXT();
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  if (fake_cuda::capture_refuses_sync(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::lock_guard lock(s->m);
   return s->completed >= s->submitted ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -810,6 +838,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   FAKE_CONTEXT();
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  if (fake_cuda::capture_refuses_sync(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   wait_idle(s);
   return CUDA_SUCCESS;
 }
@@ -819,8 +848,7 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
-  enqueue(s, [fn, userData] { fn(userData); });
-  return CUDA_SUCCESS;
+  return fake_cuda::submit(s, [fn, userData] { fn(userData); });
 }
 
 CUresult cuEventCreate(CUevent* phEvent, unsigned int flags) {
@@ -856,6 +884,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
   if (s->ctx != hEvent->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (fake_cuda::capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;  // fork/join: not modelled
   uint64_t gen = 0;
   {
     std::lock_guard lock(hEvent->m);
@@ -919,6 +948,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
   if (hEvent == nullptr || !is_live(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, false, &s); rc != CUDA_SUCCESS) return rc;
+  if (fake_cuda::capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;  // fork/join: not modelled
   uint64_t target = 0;
   {
     std::lock_guard lock(hEvent->m);
@@ -939,6 +969,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
 CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   FAKE_CONTEXT();
   if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (fake_cuda::capture_refuses_unsafe_call()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   Model& m = model();
   Device* d = device_of(t_current->device);
   {
@@ -960,6 +991,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
 
 CUresult cuMemFree(CUdeviceptr dptr) {
   FAKE_CONTEXT();
+  if (fake_cuda::capture_refuses_unsafe_call()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   Model& m = model();
   Allocation a{};
   {
@@ -993,10 +1025,9 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstr
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
   count_host_copy(src, bytes);
-  enqueue(s, [dst, src, bytes] {
+  return fake_cuda::submit(s, [dst, src, bytes] {
     std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, bytes);
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream hStream) {
@@ -1005,10 +1036,9 @@ CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream hS
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
   count_host_copy(dst, bytes);
-  enqueue(s, [dst, src, bytes] {
+  return fake_cuda::submit(s, [dst, src, bytes] {
     std::memcpy(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream hStream) {
@@ -1016,11 +1046,10 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstr
   if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
-  enqueue(s, [dst, src, bytes] {
+  return fake_cuda::submit(s, [dst, src, bytes] {
     std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)),
                  reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes);
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream hStream) {
@@ -1028,10 +1057,9 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstrea
   if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = resolve(hStream, true, &s); rc != CUDA_SUCCESS) return rc;
-  enqueue(s, [dst, value, n] {
+  return fake_cuda::submit(s, [dst, value, n] {
     std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), value, n);
   });
-  return CUDA_SUCCESS;
 }
 
 // --- streams' contexts, page-locked host memory, peers (see the top) ------------
@@ -1193,11 +1221,10 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdevice
   model().peer_copies.fetch_add(1);
   // Peer access enabled or not, the data arrives (the driver stages it
   // through the host when there is no P2P path).
-  enqueue(s, [dstDevice, srcDevice, ByteCount] {
+  return fake_cuda::submit(s, [dstDevice, srcDevice, ByteCount] {
     std::memmove(reinterpret_cast<void*>(static_cast<uintptr_t>(dstDevice)),
                  reinterpret_cast<const void*>(static_cast<uintptr_t>(srcDevice)), ByteCount);
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
@@ -1267,12 +1294,23 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
       FAKE_ENTRY(cuFuncSetAttribute),
       FAKE_ENTRY(cuFuncGetParamInfo),
       FAKE_ENTRY(cuLaunchKernel),
+      FAKE_ENTRY(cuStreamBeginCapture),
+      FAKE_ENTRY(cuStreamEndCapture),
+      FAKE_ENTRY(cuStreamIsCapturing),
+      FAKE_ENTRY(cuStreamGetCaptureInfo),
+      FAKE_ENTRY(cuThreadExchangeStreamCaptureMode),
+      FAKE_ENTRY(cuGraphInstantiateWithFlags),
+      FAKE_ENTRY(cuGraphLaunch),
+      FAKE_ENTRY(cuGraphExecDestroy),
+      FAKE_ENTRY(cuGraphDestroy),
       FAKE_ENTRY(cuGetProcAddress),
   };
 #undef FAKE_ENTRY
   *pfn = nullptr;
   // A driver older than 12.4 has no cuFuncGetParamInfo (FAKE_CUDA_PARAM_INFO=0).
-  const bool hidden = !model().param_info && std::strcmp(symbol, "cuFuncGetParamInfo") == 0;
+  // A driver without graphs (FAKE_CUDA_GRAPHS=0).
+  const bool hidden = (!model().param_info && std::strcmp(symbol, "cuFuncGetParamInfo") == 0) ||
+                      (!model().graphs && fake_cuda::is_graph_entry(symbol));
   if (model().proc_address && !hidden) {
     for (const auto& e : table) {
       if (std::strcmp(e.name, symbol) == 0) {
@@ -1298,6 +1336,7 @@ long long fake_cuda_count(const char* name) {
   if (n == "peer_copies") return m.peer_copies.load();
   if (n == "proc_address_misses") return m.proc_address_misses.load();
   if (long long v = fake_cuda::module_counter(n); v >= 0) return v;
+  if (long long v = fake_cuda::graph_counter(n); v >= 0) return v;
   std::lock_guard lock(m.m);
   if (n == "host_allocations") return static_cast<long long>(m.host_allocations.size());
   if (n == "registered_ranges") return static_cast<long long>(m.registered.size());

@@ -426,9 +426,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   if (!info->host->footprint(launch, touched)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   for (const fake_cuda::Touched& t : touched)
     if (!fake_cuda::kernel_can_access(ctx, t.address, t.bytes)) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  g_launches.fetch_add(1);
-  fake_cuda::enqueue(queue, [info, launch = std::move(launch)] { info->host->run(launch); });
-  return CUDA_SUCCESS;
+  // Recorded instead while the stream captures: the parameters were copied
+  // above, so the node keeps this call's values.
+  CUresult rc =
+      fake_cuda::submit(queue, [info, launch = std::move(launch)] { info->host->run(launch); });
+  if (rc == CUDA_SUCCESS) g_launches.fetch_add(1);
+  return rc;
 }
 
 }  // extern "C"
