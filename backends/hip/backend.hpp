@@ -13,6 +13,9 @@
 
 #include "accel/accel_plugin.h"
 #include "accel/accel_plugin_helpers.hpp"
+// ABI 1.4's graph group (graphs.cpp): defined before plugin_ops.hpp so the
+// vtable names op_graph_support .. op_graph_exec_destroy.
+#define ACCEL_BACKEND_NATIVE_GRAPHS 1
 #include "../common/plugin_ops.hpp"
 #include "code_object.hpp"
 
@@ -71,7 +74,8 @@ using accel::plugin::guarded;
   X(hipDeviceGetUuid)                   \
   X(hipRuntimeGetVersion)               \
   X(hipPointerGetAttributes)            \
-  ACCEL_HIP_MODULE_FUNCTIONS(X)
+  ACCEL_HIP_MODULE_FUNCTIONS(X)         \
+  ACCEL_HIP_GRAPH_FUNCTIONS(X)
 
 // The module API (modules.cpp, launch.cpp), present in every HIP release but
 // resolved as optional: a runtime lacking any of it keeps its streams,
@@ -85,6 +89,19 @@ using accel::plugin::guarded;
   X(hipModuleGetFunction)             \
   X(hipFuncGetAttribute)              \
   X(hipModuleLaunchKernel)
+
+// Stream capture and executable graphs (graphs.cpp), exported by HIP 4.3
+// and later (Debian's 5.2 included) but resolved as optional: a runtime
+// lacking any of them has no native graphs (graph_support answers NULL and
+// the core records). hipGraphInstantiate, not hipGraphInstantiateWithFlags
+// (4.5): no flag is needed.
+#define ACCEL_HIP_GRAPH_FUNCTIONS(X) \
+  X(hipStreamBeginCapture)           \
+  X(hipStreamEndCapture)             \
+  X(hipGraphInstantiate)             \
+  X(hipGraphDestroy)                 \
+  X(hipGraphLaunch)                  \
+  X(hipGraphExecDestroy)
 
 // The loaded runtime. Each member has the header's own type, so a prototype
 // that does not match the runtime's fails to compile.
@@ -107,6 +124,9 @@ struct Runtime {
 
 // Filled by load_runtime() in init; read-only afterwards.
 Runtime& runtime() noexcept;
+
+// Every entry point of ACCEL_HIP_GRAPH_FUNCTIONS resolved (graphs.cpp).
+bool graph_api_present() noexcept;
 
 // Every entry point of ACCEL_HIP_MODULE_FUNCTIONS resolved; otherwise
 // false with `missing` naming the first absent one.
@@ -161,6 +181,9 @@ struct Stream {
   hipStream_t native = nullptr;
   bool is_default = false;
   bool owns_native = true;  // stream_destroy destroys `native` (false: a borrowed queue)
+  // A native graph recording (graph_record_begin): `native` is a private
+  // non-blocking stream in capture, so nothing queued on it runs now.
+  bool recording = false;
 };
 
 struct Event {
@@ -273,5 +296,11 @@ ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
 // ABI 1.3 (memory.cpp): what hipPointerGetAttributes says of a pointer accel
 // did not allocate.
 ACCEL_BACKEND_DECLARE_OP(pointer_get_device)
+// ABI 1.4 (graphs.cpp): native graphs by HIP stream capture.
+ACCEL_BACKEND_DECLARE_OP(graph_support)
+ACCEL_BACKEND_DECLARE_OP(graph_record_begin)
+ACCEL_BACKEND_DECLARE_OP(graph_record_end)
+ACCEL_BACKEND_DECLARE_OP(graph_launch)
+ACCEL_BACKEND_DECLARE_OP(graph_exec_destroy)
 
 }  // namespace accel::hip

@@ -139,6 +139,11 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
     if (accel_status_t st = device_at(dst_device, dd); st != ACCEL_SUCCESS) return st;
     if (accel_status_t st = device_at(src_device, sd); st != ACCEL_SUCCESS) return st;
     Stream* s = stream_of(stream);
+    // A graph recording (graphs.cpp): a copy HIP may stage through host
+    // memory is not one a captured graph can replay; the core re-issues it.
+    if (s->recording)
+      return fail(ACCEL_ERROR_NOT_SUPPORTED,
+                  "memcpy_peer_async is not recorded into HIP graphs (re-issued by accel)");
     ACCEL_HIP_DEVICE_SCOPE(s->device);
     if (hipError_t rc =
             runtime().hipMemcpyPeerAsync(dst, dd->index, src, sd->index, bytes, s->native);

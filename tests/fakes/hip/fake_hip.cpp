@@ -39,6 +39,9 @@
 //  - modules and kernels (fake_hip_modules.cpp): AMD code objects read from
 //    their ELF, kernels found by their descriptors, launches of the shared
 //    kernels run on the host (fake_hip_kernels.cpp) in stream order;
+//  - stream capture and graphs (fake_hip_graphs.cpp): work queued on a
+//    capturing stream is recorded (submit asks the capture first), and
+//    hipGraphLaunch replays it as one operation of the launch stream;
 //  - hipGetErrorName / hipGetErrorString answer the enumerator's name and,
 //    as text, AMD's documented description of the code
 //    (fake_hip_error_texts.hpp: worded apart from any plugin's built-in
@@ -57,7 +60,9 @@
 // streams created and not destroyed; fake_hip_host_allocations() and
 // fake_hip_registered_ranges() count live hipHostMalloc allocations and
 // hipHostRegister ranges; fake_hip_live_modules(), fake_hip_kernels_run(),
-// fake_hip_kernel_faults() and fake_hip_last_arg_bytes() (fake_hip_modules.cpp).
+// fake_hip_kernel_faults() and fake_hip_last_arg_bytes() (fake_hip_modules.cpp);
+// fake_hip_graph_launches(), fake_hip_live_graph_execs() and
+// fake_hip_live_graphs() (fake_hip_graphs.cpp).
 #include <hip/hip_runtime_api.h>
 
 #include "fake_hip_error_texts.hpp"
@@ -405,7 +410,10 @@ ihipStream_t* resolve(hipStream_t h) {
 // work first waits for markers queued, at this moment, behind what the
 // other side has pending. Each wait is for a marker queued before the
 // waiting op, so no cycle can form.
-void submit(ihipStream_t* s, std::function<void()> work, std::shared_ptr<Record> record = nullptr) {
+// While `s` captures, the work is recorded instead (fake_hip_graphs.cpp).
+hipError_t submit(ihipStream_t* s, std::function<void()> work,
+                  std::shared_ptr<Record> record = nullptr) {
+  if (hipError_t rc = hipSuccess; fake_hip::capture_take(s, work, record != nullptr, rc)) return rc;
   State& st = state();
   std::lock_guard lock(st.mu);
   std::vector<std::shared_ptr<Record>> deps;
@@ -425,7 +433,7 @@ void submit(ihipStream_t* s, std::function<void()> work, std::shared_ptr<Record>
   }
   if (deps.empty()) {
     s->push(std::move(work), std::move(record));
-    return;
+    return hipSuccess;
   }
   s->push(
       [deps = std::move(deps), work = std::move(work)] {
@@ -433,6 +441,7 @@ void submit(ihipStream_t* s, std::function<void()> work, std::shared_ptr<Record>
         if (work) work();
       },
       std::move(record));
+  return hipSuccess;
 }
 
 bool live_event(hipEvent_t e) {
@@ -475,7 +484,9 @@ ihipStream_t* stream_of(hipStream_t handle) { return resolve(handle); }
 
 int device_of(const ihipStream_t* stream) { return stream->device; }
 
-void enqueue(ihipStream_t* stream, std::function<void()> work) { submit(stream, std::move(work)); }
+hipError_t enqueue(ihipStream_t* stream, std::function<void()> work) {
+  return submit(stream, std::move(work));
+}
 
 bool kernel_accessible(const void* p, size_t bytes) {
   State& s = state();
@@ -803,6 +814,7 @@ FAKE_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
     state().draining.push_back(s);  // before the erase: a throw changes nothing
     state().streams.erase(it);
   }
+  fake_hip::capture_forget(s.get());
   // Returns at once; queued work still completes and hipDeviceSynchronize
   // still waits for it (state().draining).
   {
@@ -818,6 +830,7 @@ FAKE_EXPORT hipError_t hipStreamQuery(hipStream_t stream) {
   FAKE_BEGIN();
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
+  if (hipError_t rc = fake_hip::capture_refuse(s); rc != hipSuccess) return rc;
   return s->idle() ? hipSuccess : hipErrorNotReady;
 }
 
@@ -825,6 +838,7 @@ FAKE_EXPORT hipError_t hipStreamSynchronize(hipStream_t stream) {
   FAKE_BEGIN();
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
+  if (hipError_t rc = fake_hip::capture_refuse(s); rc != hipSuccess) return rc;
   s->wait_idle();
   return hipSuccess;
 }
@@ -835,12 +849,13 @@ FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event,
   if (flags != 0) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
   if (s == nullptr || !live_event(event)) return hipErrorInvalidHandle;
+  if (hipError_t rc = fake_hip::capture_refuse(s); rc != hipSuccess) return rc;
   std::shared_ptr<Record> rec;
   {
     std::lock_guard lock(event->m);
     rec = event->rec;
   }
-  if (rec) submit(s, [rec] { rec->wait(); });
+  if (rec) return submit(s, [rec] { rec->wait(); });
   return hipSuccess;
 }
 
@@ -852,8 +867,7 @@ FAKE_EXPORT hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, voi
   if (fn == nullptr) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
-  submit(s, [fn, user_data] { fn(user_data); });
-  return hipSuccess;
+  return submit(s, [fn, user_data] { fn(user_data); });
 }
 #endif
 
@@ -863,8 +877,7 @@ FAKE_EXPORT hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallbac
   if (callback == nullptr || flags != 0) return hipErrorInvalidValue;
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
-  submit(s, [stream, callback, user_data] { callback(stream, hipSuccess, user_data); });
-  return hipSuccess;
+  return submit(s, [stream, callback, user_data] { callback(stream, hipSuccess, user_data); });
 }
 
 // --- events ----------------------------------------------------------------
@@ -901,13 +914,14 @@ FAKE_EXPORT hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   ihipStream_t* s = resolve(stream);
   if (s == nullptr) return hipErrorInvalidHandle;
   if (s->device != event->device) return hipErrorInvalidHandle;
+  // Event nodes of captures are not modelled: refused before the event changes.
+  if (hipError_t rc = fake_hip::capture_refuse(s); rc != hipSuccess) return rc;
   auto rec = std::make_shared<Record>();
   {
     std::lock_guard lock(event->m);
     event->rec = rec;
   }
-  submit(s, nullptr, rec);
-  return hipSuccess;
+  return submit(s, nullptr, rec);
 }
 
 FAKE_EXPORT hipError_t hipEventQuery(hipEvent_t event) {
@@ -1006,8 +1020,7 @@ FAKE_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, 
   if (src_dev && !is_device_range(src, bytes)) return hipErrorInvalidValue;
   if (!dst_dev && is_device_pointer(dst)) return hipErrorInvalidValue;
   if (!src_dev && is_device_pointer(src)) return hipErrorInvalidValue;
-  submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
-  return hipSuccess;
+  return submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
 }
 
 FAKE_EXPORT hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
@@ -1016,8 +1029,7 @@ FAKE_EXPORT hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStr
   if (s == nullptr) return hipErrorInvalidHandle;
   if (bytes == 0) return hipSuccess;
   if (!is_device_range(dst, bytes)) return hipErrorInvalidValue;
-  submit(s, [dst, value, bytes] { std::memset(dst, value, bytes); });
-  return hipSuccess;
+  return submit(s, [dst, value, bytes] { std::memset(dst, value, bytes); });
 }
 
 FAKE_EXPORT hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
@@ -1224,8 +1236,7 @@ FAKE_EXPORT hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void*
     if (d == nullptr || r == nullptr || d->device != dst_device || r->device != src_device)
       return hipErrorInvalidValue;
   }
-  submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
-  return hipSuccess;
+  return submit(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
 }
 
 #ifndef FAKE_HIP_5_2_EXPORTS

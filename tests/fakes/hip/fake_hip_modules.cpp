@@ -284,7 +284,9 @@ FAKE_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridD
     return rc;
   if (!reachable(*fn.known, launch)) return hipErrorInvalidValue;
   const fake_hip::KnownKernel* known = fn.known;
-  fake_hip::enqueue(s, [known, launch = std::move(launch)] {
+  // The arguments were copied into `launch` above: a capture records them
+  // as they are now, and every replay runs with those values.
+  return fake_hip::enqueue(s, [known, launch = std::move(launch)] {
     Registry& r = registry();
     if (!reachable(*known, launch)) {
       r.faults.fetch_add(1);
@@ -293,7 +295,6 @@ FAKE_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridD
     known->run(launch);
     r.runs.fetch_add(1);
   });
-  return hipSuccess;
 }
 
 // --- test hooks ----------------------------------------------------------------
