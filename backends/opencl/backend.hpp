@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+// The backend fills ABI 1.4's graph group (graphs.cpp).
+#define ACCEL_BACKEND_NATIVE_GRAPHS 1
 #include "../common/plugin_ops.hpp"
 
 namespace accel::opencl {
@@ -64,6 +66,7 @@ void log_vendor_failure(accel_log_level_t level, const char* call, cl_int code,
 // ---- devices (count.cpp, devices.cpp) --------------------------------------
 
 struct Stream;
+struct CommandBufferApi;  // cl_khr_command_buffer's entry points (graphs.cpp)
 
 struct Device {
   int32_t index = 0;
@@ -124,6 +127,15 @@ struct Device {
 
   // Guarded by the allocation registry's lock (memory.cpp).
   size_t bytes_allocated = 0;
+
+  // Native graphs (graphs.cpp, describe_graphs): the extension's entry
+  // points and graph_support's words, both set once at count time (null and
+  // "" when the device has no cl_khr_command_buffer version graphs.cpp
+  // knows); the queue command buffers are created for, made on first use
+  // under mu (launches pass the stream's own queue).
+  const CommandBufferApi* command_buffers = nullptr;
+  std::string graph_support;
+  cl_command_queue record_queue = nullptr;
 
   bool has_extension(const char* ext) const;
   // "device 1 'pthread-haswell'" for messages.
@@ -193,10 +205,12 @@ struct Record {
   }
 };
 
-struct Launch;  // a kernel launch held back by a host gate (launch.cpp)
+struct Launch;     // a kernel launch held back by a host gate (launch.cpp)
+struct GraphExec;  // an executable native graph (graphs.cpp)
+struct Recording;  // a native graph being recorded (graphs.cpp)
 
 struct Op {
-  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn, KernelLaunch } kind = Copy;
+  enum Kind { Copy, Fill, RecordEvent, WaitRecord, HostFn, KernelLaunch, GraphLaunch } kind = Copy;
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;
@@ -209,6 +223,8 @@ struct Op {
   accel_host_fn discard = nullptr;
   // KernelLaunch: the kernel, its sizes and a copy of the arguments.
   std::shared_ptr<Launch> launch;
+  // GraphLaunch: the executable graph (kept alive while the launch waits).
+  std::shared_ptr<GraphExec> graph;
 
   // A copy of `bytes` bytes; the other members keep their defaults.
   static Op copy(void* dst, const void* src, size_t bytes) {
@@ -230,6 +246,10 @@ struct Stream {
   // released when the wrapper is destroyed.
   Stream* target = nullptr;
   bool release_queue = false;
+  // A recording handle of graph_record_begin (ABI-46), not a stream: the
+  // four recordable operations record into it (graphs.cpp); it has no queue
+  // and none of the members below is used.
+  Recording* recording = nullptr;
 
   cl_command_queue queue = nullptr;  // one reference owned (released with the state)
   cl_context context = nullptr;      // the queue's context (the device's)
@@ -323,6 +343,26 @@ accel_status_t stream_step(Stream* s, accel_host_fn fn, accel_host_fn discard, v
 // Submits a launch that was held back (Op::KernelLaunch). Caller holds s->mu.
 accel_status_t launch_submit(Stream* s, const Launch& launch);
 
+// graphs.cpp: native graphs over cl_khr_command_buffer.
+// Reads the device's command-buffer version and capabilities and fills
+// dev->command_buffers and dev->graph_support (info queries only).
+void describe_graphs(Device* dev);
+// Records a kernel launch into a recording: `clone` (one reference, taken
+// over on success and on failure) carries the launch's argument values.
+accel_status_t graph_record_kernel(Recording* r, cl_kernel clone, cl_uint dims,
+                                   const size_t* global, const size_t* local);
+// Records a copy of `bytes` bytes between device memory of the recording's
+// device, or a fill of `bytes` bytes with `value`; ACCEL_ERROR_NOT_SUPPORTED
+// (nothing recorded) when the memory cannot be named by a buffer.
+accel_status_t graph_record_copy(Recording* r, void* dst, const void* src, size_t bytes);
+accel_status_t graph_record_fill(Recording* r, void* dst, cl_uchar value, size_t bytes);
+// Enqueues a launch of `exec` on the stream's queue. Caller holds s->mu.
+accel_status_t graph_submit(Stream* s, GraphExec& exec);
+
+// memory.cpp
+// The live device allocation holding `p` (its base and size), false if none.
+bool svm_allocation_of(const void* p, void** base, size_t* size);
+
 // events.cpp
 // Waits for `ev` to complete, even where clWaitForEvents returns early.
 accel_status_t wait_event(cl_event ev, const char* what);
@@ -410,5 +450,12 @@ ACCEL_BACKEND_INTEROP_OPS(ACCEL_BACKEND_DECLARE_OP)
 // (modules.cpp, pocl_binary.cpp), kernel_create .. kernel_get_params
 // (kernels.cpp), launch_kernel (launch.cpp).
 ACCEL_BACKEND_MODULE_OPS(ACCEL_BACKEND_DECLARE_OP)
+// ABI 1.4 native graphs (graphs.cpp).
+const char* op_graph_support(int32_t device);
+accel_status_t op_graph_record_begin(int32_t device, accel_plugin_stream_t* recording);
+accel_status_t op_graph_record_end(accel_plugin_stream_t recording, int32_t keep,
+                                   accel_plugin_graph_t* exec);
+accel_status_t op_graph_launch(accel_plugin_graph_t exec, accel_plugin_stream_t stream);
+void op_graph_exec_destroy(accel_plugin_graph_t exec);
 
 }  // namespace accel::opencl

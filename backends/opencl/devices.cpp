@@ -56,6 +56,7 @@ void describe(Device* dev) {
       (dev->name.rfind("basic", 0) == 0 || dev->name.rfind("cpu-minimal", 0) == 0))
     dev->device_gates = false;
   describe_modules(dev, platform);
+  describe_graphs(dev);
   // SVM is a 2.0 feature (optional again in 3.0); a 1.x device rejects the
   // query, which reads as "no SVM".
   dev->svm = dev->version_major >= 2

@@ -79,6 +79,8 @@ accel_status_t submit(Stream* s, Op& op, std::vector<Stream*>& wake, bool* consu
       return hostfn_submit(s, op);
     case Op::KernelLaunch:
       return launch_submit(s, *op.launch);
+    case Op::GraphLaunch:
+      return graph_submit(s, *op.graph);
   }
   return fail(ACCEL_ERROR_INTERNAL, "unknown deferred operation %d", static_cast<int>(op.kind));
 }

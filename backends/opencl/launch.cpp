@@ -239,6 +239,22 @@ accel_status_t check_launch(const Kernel* k, accel_dim3_t grid, accel_dim3_t blo
   return ACCEL_SUCCESS;
 }
 
+// Records the launch into a native graph (ABI-47): a clone of a pool object
+// with the arguments set carries their values as they are now.
+accel_status_t record(Stream* s, Kernel* k, cl_uint dims, const size_t* global,
+                      const size_t* local, const accel_kernel_arg_t* args, size_t n) {
+  cl_kernel obj = nullptr;
+  if (accel_status_t st = kernel_acquire(k, &obj); st != ACCEL_SUCCESS) return st;
+  accel_status_t st = set_args(k, obj, args, n);
+  cl_kernel clone = nullptr;
+  cl_int err = CL_SUCCESS;
+  if (st == ACCEL_SUCCESS) clone = clCloneKernel(obj, &err);
+  kernel_release(k, obj);
+  if (st != ACCEL_SUCCESS) return st;
+  if (!clone || err != CL_SUCCESS) return vendor_fail("clCloneKernel", err);
+  return graph_record_kernel(s->recording, clone, dims, global, local);
+}
+
 // A copy of the launch for the deferred list.
 std::shared_ptr<Launch> copy_launch(Kernel* k, cl_uint dims, const size_t* global,
                                     const size_t* local, const accel_kernel_arg_t* args, size_t n) {
@@ -288,6 +304,7 @@ accel_status_t op_launch_kernel(accel_plugin_kernel_t kernel, accel_dim3_t grid,
             check_launch(k, grid, block, shared_bytes, args, num_args, &dims, global, local);
         st != ACCEL_SUCCESS)
       return st;
+    if (s->recording) return record(s, k, dims, global, local, args, num_args);
     std::unique_lock<std::mutex> lock(s->mu);
     if (!s->blocked) return enqueue(s, k, dims, global, local, args, num_args);
     lock.unlock();

@@ -101,6 +101,19 @@ accel_status_t check_range(const Stream* s, const void* p, size_t bytes, const c
 
 }  // namespace
 
+bool svm_allocation_of(const void* p, void** base, size_t* size) {
+  auto addr = reinterpret_cast<uintptr_t>(p);
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.allocs.upper_bound(addr);
+  if (it == r.allocs.begin()) return false;
+  --it;
+  if (addr - it->first >= it->second.size) return false;
+  *base = reinterpret_cast<void*>(it->first);
+  *size = it->second.size;
+  return true;
+}
+
 accel_status_t op_mem_alloc(int32_t device, size_t bytes, void** ptr) {
   return on_device("mem_alloc", device, [&](Device* dev) -> accel_status_t {
     if (!(dev->svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER))
@@ -182,6 +195,13 @@ accel_status_t op_memcpy_async(void* dst, const void* src, size_t bytes, accel_m
     }
     if (st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
+    if (s->recording) {
+      // A graph records copies within device memory only: host memory has no
+      // buffer that is certain to be the memory itself (README.md, "Graphs").
+      if (kind != ACCEL_MEMCPY_DEVICE_TO_DEVICE)
+        return fail(ACCEL_ERROR_NOT_SUPPORTED, "graph recording: host copies are re-issued");
+      return graph_record_copy(s->recording, dst, src, bytes);
+    }
     return stream_enqueue(s, Op::copy(dst, src, bytes));
   });
 }
@@ -192,6 +212,8 @@ accel_status_t op_memset_async(void* dst, int value, size_t bytes, accel_plugin_
     accel_status_t st = check_range(s, dst, bytes, "destination");
     if (st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
+    if (s->recording)
+      return graph_record_fill(s->recording, dst, static_cast<cl_uchar>(value), bytes);
     Op op;
     op.kind = Op::Fill;
     op.dst = dst;
@@ -422,6 +444,12 @@ accel_status_t op_memcpy_peer_async(void* dst, int32_t dst_device, const void* s
     if (st == ACCEL_SUCCESS) st = check_device_range(sdev, src, bytes, "source", "the copy names");
     if (st != ACCEL_SUCCESS) return st;
     if (bytes == 0) return ACCEL_SUCCESS;
+    if (s->recording) {  // one device: a recorded copy; two: re-issued (a host step)
+      if (ddev != sdev)
+        return fail(ACCEL_ERROR_NOT_SUPPORTED, "graph recording: copies between devices are "
+                                               "re-issued");
+      return graph_record_copy(s->recording, dst, src, bytes);
+    }
     if (ddev == sdev) {  // one device: an ordinary copy
       return stream_enqueue(s, Op::copy(dst, src, bytes));
     }
