@@ -123,7 +123,7 @@ nlohmann::json to_json(const TraceRec& r) {
       j["dur"] = us(r.dur);
       if (!r.stream_lane && r.kind == SpanKind::graph) {
         j["name"] = r.name;
-        j["cat"] = "graph";
+        j["cat"] = "api";  // a host-lane slice, as the calls it spans
         args["status"] = accel_status_name(static_cast<accel_status_t>(r.status));
         args["device"] = r.device;
         args["operations"] = r.bytes;

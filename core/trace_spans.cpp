@@ -343,6 +343,18 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   r.seq = ++lane.seq;
   copy_text(r.text, info.kernel);
   if (TraceCall* c = trace_current_call(); c != nullptr) {
+    if (c->flow != 0) {
+      // A call that queues several spans (a graph replay): the earlier
+      // arrow leaves now, from inside the call's slice.
+      TraceRec f;
+      f.ph = Ph::flow_start;
+      f.pid = trace_pid();
+      f.tid = trace_host_tid();
+      const uint64_t now = trace_now_ns(), t0 = trace_t0();
+      f.ts = now > t0 ? now - t0 : 0;
+      f.flow = c->flow;
+      trace_push_locked(f);
+    }
     c->flow = flow;
     c->stream = lane.tid;
     c->device = dc.device;

@@ -420,7 +420,7 @@ def check_api(ev, p, host_pid, api, spans, other):
         if c not in cats:
             fail("no %s span" % c)
     captures = [e for e in api if e.get("name") == "stream capture"]
-    if len(captures) != 1 or captures[0].get("cat") != "graph" or \
+    if len(captures) != 1 or captures[0].get("cat") != "api" or \
             captures[0]["args"].get("operations") != 2:
         fail("no 'stream capture' slice of 2 operations: %r" % captures)
     replayed = [e for e in spans if e.get("cat") == "memset" and
