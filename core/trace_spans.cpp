@@ -289,6 +289,19 @@ void TraceSpan::abandon() {
   if (tok->ordered) tok->lane->order.unlock();
 }
 
+// A call that queues several spans (a graph replay): the arrow to the
+// earlier span leaves now, from inside the call's slice.
+static void push_earlier_flow_locked(uint64_t flow) {
+  TraceRec f;
+  f.ph = Ph::flow_start;
+  f.pid = trace_pid();
+  f.tid = trace_host_tid();
+  const uint64_t now = trace_now_ns(), t0 = trace_t0();
+  f.ts = now > t0 ? now - t0 : 0;
+  f.flow = flow;
+  trace_push_locked(f);
+}
+
 void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   if (token_ == nullptr) return;
   if (st != ACCEL_SUCCESS) {
@@ -343,18 +356,7 @@ void TraceSpan::end(accel_status_t st, const SpanInfo& info) {
   r.seq = ++lane.seq;
   copy_text(r.text, info.kernel);
   if (TraceCall* c = trace_current_call(); c != nullptr) {
-    if (c->flow != 0) {
-      // A call that queues several spans (a graph replay): the earlier
-      // arrow leaves now, from inside the call's slice.
-      TraceRec f;
-      f.ph = Ph::flow_start;
-      f.pid = trace_pid();
-      f.tid = trace_host_tid();
-      const uint64_t now = trace_now_ns(), t0 = trace_t0();
-      f.ts = now > t0 ? now - t0 : 0;
-      f.flow = c->flow;
-      trace_push_locked(f);
-    }
+    if (c->flow != 0) push_earlier_flow_locked(c->flow);
     c->flow = flow;
     c->stream = lane.tid;
     c->device = dc.device;

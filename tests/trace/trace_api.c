@@ -147,10 +147,15 @@ int main(void) {
 
   /* A graph (docs/tracing.md): its capture is one "stream capture" slice;
    * each replay's operations are spans (a memset of 12345 bytes, found by
-   * its size, and a copy into pinned memory), none at capture. */
+   * its size, and a copy into pinned memory), none at capture; where the
+   * device replays natively, the memset is inside a "graph launch" span. */
   {
     void* pinned = NULL;
     accel_graph_t g = NULL;
+    accel_device_properties_t props = {.struct_size = sizeof props};
+    CHECK(accel_get_device_properties(-1, &props), ACCEL_SUCCESS);
+    printf("graphs: %s\n", props.graphs); /* which spans a replay makes */
+    fflush(stdout);
     CHECK(accel_host_malloc(12345, 0, &pinned), ACCEL_SUCCESS);
     CHECK(accel_stream_begin_capture(s, ACCEL_CAPTURE_MODE_GLOBAL, 0), ACCEL_SUCCESS);
     CHECK(accel_memset_async(dev, 3, 12345, s), ACCEL_SUCCESS);
