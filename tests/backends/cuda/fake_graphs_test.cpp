@@ -196,7 +196,7 @@ TEST_CASE("fake capture: what begin and end refuse", "[fake-graphs]") {
   CUstream s = new_stream();
   CHECK(CU(cuStreamBeginCapture)(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL) ==
         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  CHECK(CU(cuStreamBeginCapture)(s, static_cast<CUstreamCaptureMode>(7)) ==
+  CHECK(CU(cuStreamBeginCapture)(s, static_cast<CUstreamCaptureMode>(3)) ==
         CUDA_ERROR_INVALID_VALUE);
   CUgraph g = nullptr;
   CHECK(CU(cuStreamEndCapture)(s, &g) == CUDA_ERROR_ILLEGAL_STATE);  // not capturing

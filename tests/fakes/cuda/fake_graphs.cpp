@@ -99,9 +99,13 @@ bool is_special(CUstream h) {
   return h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
 }
 
+// Read as the int a C caller passed: any int is a valid C argument, but a
+// C++ load of an enum outside its range (the test's 3) is undefined.
 bool valid_mode(CUstreamCaptureMode mode) {
-  return mode == CU_STREAM_CAPTURE_MODE_GLOBAL || mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
-         mode == CU_STREAM_CAPTURE_MODE_RELAXED;
+  int m = 0;
+  std::memcpy(&m, &mode, sizeof m);
+  return m == CU_STREAM_CAPTURE_MODE_GLOBAL || m == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
+         m == CU_STREAM_CAPTURE_MODE_RELAXED;
 }
 
 CUgraph_st* new_graph(CUcontext ctx) {
