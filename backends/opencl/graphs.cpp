@@ -199,8 +199,39 @@ GraphExec::~GraphExec() {
   clReleaseEvent(last);
 }
 
+// ACCEL_OPENCL_COMMAND_BUFFERS: "1" replays with command buffers wherever
+// they are usable, "0" nowhere; unset or empty, wherever they beat
+// re-issuing the work: not on PoCL, which submits a command buffer's
+// commands again one by one at each clEnqueueCommandBufferKHR (its CPU
+// drivers have no run_command_buffer), each with an event of its own and a
+// last command waiting on all of them, so a replay costs more than the
+// launches it replaces (bench-graphs: docs/performance.md, "Graphs").
+// Read once; another value is warned about and read as unset.
+namespace {
+
+enum class CommandBuffers { automatic, on, off };
+CommandBuffers command_buffers_setting() {
+  static const CommandBuffers setting = [] {
+    const char* v = accel::plugin::env("ACCEL_OPENCL_COMMAND_BUFFERS");
+    if (v == nullptr || *v == '\0') return CommandBuffers::automatic;
+    if (std::strcmp(v, "1") == 0) return CommandBuffers::on;
+    if (std::strcmp(v, "0") == 0) return CommandBuffers::off;
+    accel::plugin::log(ACCEL_LOG_WARN,
+                       "ACCEL_OPENCL_COMMAND_BUFFERS='%s' ignored: expected 1 or 0", v);
+    return CommandBuffers::automatic;
+  }();
+  return setting;
+}
+
+}  // namespace
+
 void describe_graphs(Device* dev) {
   if (!dev->has_extension("cl_khr_command_buffer")) return;
+  const CommandBuffers use = command_buffers_setting();
+  if (use == CommandBuffers::off) return no_graphs(dev, "ACCEL_OPENCL_COMMAND_BUFFERS=0");
+  if (use == CommandBuffers::automatic && dev->pocl)
+    return no_graphs(dev, "PoCL re-submits each command of a command buffer: re-issuing is "
+                          "faster (ACCEL_OPENCL_COMMAND_BUFFERS=1 uses them)");
   const cl_version v = command_buffer_version(dev->id);
   const unsigned major = CL_VERSION_MAJOR(v), minor = CL_VERSION_MINOR(v),
                  patch = CL_VERSION_PATCH(v);

@@ -32,6 +32,15 @@
 //                                      cuStreamSynchronize, idle
 //   BM_cuda_event_record_paired        accel_event_record vs cuEventRecord
 //   BM_cuda_event_query_paired         accel_event_query vs cuEventQuery, complete
+//   BM_cuda_graph_replay_paired        accel_graph_replay of a graph of 64
+//                                      `empty` launches vs cuGraphLaunch of
+//                                      the same 64 launches captured by the
+//                                      driver directly (target 1.05)
+//   BM_cuda_graph_vs_launches_paired   accel_graph_replay of that graph vs
+//                                      the 64 accel_launch_kernel calls it
+//                                      replaces: the "accel" side is the
+//                                      replay, the "driver" side the launches
+//                                      (target 0.3, cuda.sh)
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -56,6 +65,10 @@ struct Driver {
   decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
   decltype(&cuEventRecord) event_record = nullptr;
   decltype(&cuEventQuery) event_query = nullptr;
+  decltype(&cuStreamBeginCapture) begin_capture = nullptr;
+  decltype(&cuStreamEndCapture) end_capture = nullptr;
+  decltype(&cuGraphInstantiateWithFlags) instantiate = nullptr;
+  decltype(&cuGraphLaunch) graph_launch = nullptr;
 };
 
 constexpr uint32_t kSaxpyN = 32;
@@ -95,7 +108,11 @@ struct Setup {
            sym(cu.get_function, "cuModuleGetFunction") && sym(cu.launch, "cuLaunchKernel") &&
            sym(cu.stream_query, "cuStreamQuery") &&
            sym(cu.stream_synchronize, "cuStreamSynchronize") &&
-           sym(cu.event_record, "cuEventRecord") && sym(cu.event_query, "cuEventQuery");
+           sym(cu.event_record, "cuEventRecord") && sym(cu.event_query, "cuEventQuery") &&
+           sym(cu.begin_capture, "cuStreamBeginCapture_v2") &&
+           sym(cu.end_capture, "cuStreamEndCapture") &&
+           sym(cu.instantiate, "cuGraphInstantiateWithFlags") &&
+           sym(cu.graph_launch, "cuGraphLaunch");
   }
 
   bool accel_side() {
@@ -310,6 +327,79 @@ void BM_cuda_event_query_paired(benchmark::State& state) {
       [&] { return su.cu.event_query(su.ce) == CUDA_SUCCESS; });
 }
 BENCHMARK(BM_cuda_event_query_paired);
+
+// ---- graphs: 64 `empty` launches, captured by accel and by the driver -------
+
+constexpr int kGraphOps = 64;
+constexpr int kGraphBatch = kLaunchBatch / kGraphOps;  // replays per batch
+
+struct Graphs {
+  accel_graph_t g = nullptr;   // captured through accel on su.s
+  CUgraphExec exec = nullptr;  // captured by the driver on su.cs
+  std::string why;
+  Graphs() {
+    Setup& su = setup();
+    if (!su.kernels_ok) {
+      why = su.why_kernels;
+      return;
+    }
+    const accel_launch_config_t c = config(su.s);
+    bool ok = accel_stream_begin_capture(su.s, ACCEL_CAPTURE_MODE_GLOBAL, 0) == ACCEL_SUCCESS;
+    for (int i = 0; ok && i < kGraphOps; ++i)
+      ok = accel_launch_kernel(su.empty, &c, nullptr, 0) == ACCEL_SUCCESS;
+    if (accel_stream_end_capture(su.s, &g) != ACCEL_SUCCESS || !ok ||
+        accel_graph_instantiate(g) != ACCEL_SUCCESS) {
+      why = std::string("accel capture: ") + accel_last_error();
+      return;
+    }
+    CUgraph graph = nullptr;
+    bool cu_ok = su.cu.begin_capture(su.cs, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS;
+    for (int i = 0; cu_ok && i < kGraphOps; ++i)
+      cu_ok = su.cu.launch(su.f_empty, 1, 1, 1, 32, 1, 1, 0, su.cs, nullptr, nullptr) == CUDA_SUCCESS;
+    if (su.cu.end_capture(su.cs, &graph) != CUDA_SUCCESS || !cu_ok ||
+        su.cu.instantiate(&exec, graph, 0) != CUDA_SUCCESS)
+      why = "driver capture (cuStreamBeginCapture .. cuGraphInstantiateWithFlags) failed";
+  }
+};
+
+Graphs& graphs() {
+  static Graphs* g = new Graphs();  // kept to exit, as setup()
+  return *g;
+}
+
+void BM_cuda_graph_replay_paired(benchmark::State& state) {
+  Setup& su = setup();
+  Graphs& g = graphs();
+  if (!g.why.empty()) {
+    state.SkipWithError(g.why.c_str());
+    return;
+  }
+  paired(
+      state, true, kGraphBatch,
+      [&] { return accel_graph_replay(g.g, su.s) == ACCEL_SUCCESS; },
+      [&] { return su.cu.graph_launch(g.exec, su.cs) == CUDA_SUCCESS; });
+}
+BENCHMARK(BM_cuda_graph_replay_paired);
+
+void BM_cuda_graph_vs_launches_paired(benchmark::State& state) {
+  Setup& su = setup();
+  Graphs& g = graphs();
+  if (!g.why.empty()) {
+    state.SkipWithError(g.why.c_str());
+    return;
+  }
+  const accel_launch_config_t c = config(su.s);
+  paired(
+      state, true, kGraphBatch,
+      [&] { return accel_graph_replay(g.g, su.s) == ACCEL_SUCCESS; },
+      [&] {
+        bool ok = true;
+        for (int i = 0; i < kGraphOps; ++i)
+          ok &= accel_launch_kernel(su.empty, &c, nullptr, 0) == ACCEL_SUCCESS;
+        return ok;
+      });
+}
+BENCHMARK(BM_cuda_graph_vs_launches_paired);
 
 }  // namespace
 

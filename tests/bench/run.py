@@ -3,7 +3,8 @@
 
 Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick] [--alloc BENCH_ALLOC]
               [--only-alloc] [--kernels-sim BENCH_KERNELS_SIM]
-              [--kernels-opencl BENCH_KERNELS] [--markdown FILE]
+              [--kernels-opencl BENCH_KERNELS] [--graphs BENCH_GRAPHS]
+              [--markdown FILE]
 
 Every ratio is printed as the ratio of the medians with its spread: the
 smallest and largest ratio of one repetition of the benchmark to the same
@@ -39,6 +40,11 @@ to bench-results.md next to OUT_JSON.
    clEnqueueNDRangeKernel + clFlush on the same queue, paired batches;
    module load against clBuildProgram). Needs ACCEL_BENCH_OPENCL_PLUGIN
    (and POCL_CACHE_DIR) in the environment, as meson sets them.
+6. With --graphs, bench_graphs: replay of a graph of 64 `empty` launches
+   against the 64 accel_launch_kernel calls, and capture's cost per
+   operation, on sim (the core's recorder) and, with ACCEL_BENCH_OPENCL=1, on
+   PoCL twice: its command buffers (the native path) and
+   ACCEL_GRAPHS=recorder.
 """
 import json
 import os
@@ -283,6 +289,54 @@ def run_kernels_opencl(exe, quick, rows, over):
                      "spread": spread(reps, name), "floor_spread": spread(reps, floor), "what": what})
 
 
+GRAPH_PATHS = (
+    # tag, environment, what, target of replay / launches (CPU time)
+    ("sim", {"ACCEL_BACKEND": "sim", "ACCEL_SIM_DEVICES": "1"}, "sim, the core's recorder", 0.9),
+    ("opencl", {"ACCEL_BACKEND": "opencl", "ACCEL_OPENCL_DEVICE_TYPE": "all",
+                "POCL_DEVICES": "pthread"}, "PoCL, cl_khr_command_buffer", 0.7),
+    ("opencl-recorder", {"ACCEL_BACKEND": "opencl", "ACCEL_OPENCL_DEVICE_TYPE": "all",
+                         "POCL_DEVICES": "pthread", "ACCEL_GRAPHS": "recorder"},
+     "PoCL, ACCEL_GRAPHS=recorder", None),
+)
+
+
+def graph_row(rows, over, med, reps, tag, name, floor, key, what, target=None):
+    t, f = ns(med, name, key), ns(med, floor, key)
+    row = {"benchmark": "[graphs-%s] %s / %s %s" % (tag, name, floor, key), "floor": floor,
+           "ns": round(t, 1), "floor_ns": round(f, 1), "ratio": round(t / f, 3),
+           "ratio_spread": ratio_spread(reps, name, floor, key),
+           "spread": spread(reps, name, key), "floor_spread": spread(reps, floor, key), "what": what}
+    if target is not None:
+        row["target"] = "<= %.2f" % target
+        row["ok"] = t / f <= target
+        if not row["ok"]:
+            over.append(row["benchmark"])
+    rows.append(row)
+
+
+def run_graphs(exe, quick, rows, over):
+    """Replay against re-issuing, and capture's cost, per replay path
+    (bench_graphs.cpp). Targets are on the CPU time of the issuing thread;
+    the synchronized wall times are reported."""
+    paths = GRAPH_PATHS if os.environ.get("ACCEL_BENCH_OPENCL") == "1" else GRAPH_PATHS[:1]
+    for tag, extra, where, target in paths:
+        env = dict(os.environ, **extra)
+        if "ACCEL_GRAPHS" not in extra:
+            env.pop("ACCEL_GRAPHS", None)
+        reps = {}
+        only_accel = None if tag.startswith("opencl") else "BM_(launch|replay|capture)_"
+        med = run_dispatch(exe, quick, tag, only_accel, env, "bench-graphs", reps, True,
+                           min_time=0.02 if quick else 0.1)
+        graph_row(rows, over, med, reps, tag, "BM_replay_64", "BM_launch_64", "cpu_time",
+                  "%s: replay of 64 captured `empty` launches vs the 64 launches, CPU time" % where,
+                  target)
+        graph_row(rows, over, med, reps, tag, "BM_replay_64_sync", "BM_launch_64_sync", "real_time",
+                  "%s: the same, each followed by a stream synchronize, wall time" % where)
+        graph_row(rows, over, med, reps, tag, "BM_capture_64", "BM_launch_64", "cpu_time",
+                  "%s: capture (begin + 64 launches + end + destroy) vs the 64 launches, CPU time "
+                  "(cost per recorded launch: the ratio)" % where)
+
+
 def time_process(argv, env):
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -298,6 +352,7 @@ def main():
     alloc = option("--alloc")
     kernels_sim = option("--kernels-sim")
     kernels_ocl = option("--kernels-opencl")
+    graphs = option("--graphs")
     MARKDOWN = option("--markdown")
     rows = []
     over = []
@@ -563,6 +618,8 @@ def main():
         run_kernels_sim(kernels_sim, quick, rows, over)
     if kernels_ocl is not None and os.environ.get("ACCEL_BENCH_OPENCL") == "1":
         run_kernels_opencl(kernels_ocl, quick, rows, over)
+    if graphs is not None:
+        run_graphs(graphs, quick, rows, over)
     if alloc is not None:
         run_alloc(alloc, quick, rows, over)
     return report(rows, over)
@@ -614,7 +671,7 @@ def report(rows, over):
         for r in rows:
             f.write("| %s | %s | %s | %s | %s | %s |\n" % (
                 r.get("what", r["benchmark"]) if r["benchmark"].startswith(
-                    ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]"))
+                    ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]", "[graphs-"))
                 else r["benchmark"],
                 cell(r), cell(r, "floor_"), ratio_cell(r), added_cell(r),
                 (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))

@@ -21,7 +21,9 @@
 # Google Benchmark programs: bench-cuda (tests/bench/bench_cuda.cpp:
 # accel_launch_kernel against cuLaunchKernel, and stream query and
 # synchronize, event record and query against the driver calls, paired on
-# the same CUstream; tests/gpu/check_ratios.py fails a ratio above 1.05x),
+# the same CUstream, and accel_graph_replay against cuGraphLaunch of the
+# same captured launches and against the 64 launches it replaces;
+# tests/gpu/check_ratios.py fails a ratio above 1.05x, 0.3x for the last),
 # bench-dispatch's per-thread queries and bench-alloc's pair. Needs the
 # NVIDIA driver, cuda.h (no toolkit libraries), Google Benchmark
 # (libbenchmark-dev) and nvcc (/usr/local/cuda/bin/nvcc), which makes the
@@ -227,13 +229,23 @@ bench "benchmark bench-cuda (launch, stream and event ops vs the driver API)" \
   "$bench_dir/bench-cuda" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_min_time=0.1 --benchmark_out="$bench_json" --benchmark_out_format=json
 ratio_summary="$build/bench-cuda.ratios"
-rm -f "$ratio_summary"
+rm -f "$ratio_summary" "$ratio_summary.graphs" "$ratio_summary.launches"
 run "ratio targets: accel <= 1.05x the driver on the same CUstream ($ratio_mode)" \
   "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.05 --"$ratio_mode" \
   --summary "$ratio_summary" \
   BM_cuda_launch_empty_paired BM_cuda_launch_saxpy_paired BM_cuda_stream_query_paired \
   BM_cuda_stream_synchronize_paired BM_cuda_event_record_paired BM_cuda_event_query_paired
 ratio_line=$(cat "$ratio_summary" 2>/dev/null)
+# Graphs: accel_graph_replay against cuGraphLaunch of the same 64 launches
+# captured by the driver (1.05x, above), and against the 64
+# accel_launch_kernel calls it replaces (0.3x).
+run "ratio targets: accel_graph_replay <= 1.05x cuGraphLaunch ($ratio_mode)" \
+  "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.05 --"$ratio_mode" \
+  --summary "$ratio_summary.graphs" BM_cuda_graph_replay_paired
+run "ratio targets: replay of 64 launches <= 0.3x the 64 launches ($ratio_mode)" \
+  "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 0.3 --"$ratio_mode" \
+  --summary "$ratio_summary.launches" BM_cuda_graph_vs_launches_paired
+ratio_line="$ratio_line; $(cat "$ratio_summary.graphs" 2>/dev/null); $(cat "$ratio_summary.launches" 2>/dev/null)"
 # The per-thread queries and guards against their thread_local floor (its
 # operations rows compare with sim's vtable, which says nothing about cuda:
 # bench-cuda measures those against the driver), and the allocator pair.

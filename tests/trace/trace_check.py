@@ -433,6 +433,9 @@ def check_api(ev, p, host_pid, api, spans, other):
                 e.get("name") == "graph launch" and e.get("args", {}).get("operations", 0) >= 1]
     if how is None:
         fail("the program did not say how the device replays graphs ('graphs: ...')")
+    elif not native and os.environ.get("ACCEL_OPENCL_COMMAND_BUFFERS") == "1":
+        fail("ACCEL_OPENCL_COMMAND_BUFFERS=1 but the device does not replay natively: %r"
+             % how.group(1))
     elif native and (len(launches) != 2 or memsets):
         fail("native graphs: expected 2 'graph launch' spans and no memset span, got %d and %d"
              % (len(launches), len(memsets)))
