@@ -1246,7 +1246,10 @@ ACCEL_API accel_status_t accel_module_build_log(char* buffer, size_t capacity, s
  * it still runs), so calling it from a host function running on that
  * device fails with ACCEL_ERROR_INVALID_ARGUMENT and unloads nothing.
  * Statuses: ACCEL_ERROR_INVALID_ARGUMENT (NULL, not live, unloaded by
- * another thread, or the host-function case), ACCEL_ERROR_FORKED,
+ * another thread, the host-function case, or a graph or an open capture
+ * holds a kernel of the module: nothing is unloaded, docs/graphs.md),
+ * ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED (an unsafe call in a capture's
+ * mode, docs/graphs.md "Modes"), ACCEL_ERROR_FORKED,
  * ACCEL_ERROR_BACKEND_FAILURE (the wait or the vendor unload failed: the
  * module is gone all the same). Thread-safe; a launch another thread is
  * already inside accel_launch_kernel with when the unload starts is the

@@ -171,6 +171,9 @@ struct Alloc {
   // named with accel_record_stream. A free waits for their work only.
   uint64_t owner = 0;
   std::set<uint64_t> recorded;
+  // A graph's own buffer (op_capture): only its graph writes it, so no
+  // operation picks it (pick_alloc) and teardown checks it.
+  bool graph = false;
 };
 
 struct Stream {
@@ -363,10 +366,15 @@ size_t pick_copy_size(Input& in, size_t room) {
 }
 
 Alloc* pick_alloc(Input& in) {
-  if (M.allocs.empty()) return nullptr;
-  auto it = M.allocs.begin();
-  std::advance(it, in.u8() % M.allocs.size());
-  return &it->second;
+  size_t n = 0;
+  for (auto& [b, a] : M.allocs) n += a.graph ? 0 : 1;
+  if (n == 0) return nullptr;
+  size_t i = in.u8() % n;
+  for (auto& [b, a] : M.allocs) {
+    if (a.graph) continue;
+    if (i-- == 0) return &a;
+  }
+  return nullptr;
 }
 
 int g_stack_anchor;  // a global: a pointer never allocated by accel
@@ -992,6 +1000,10 @@ enum Op : uint8_t {
   OP_MODULE_LOAD,
   OP_MODULE_UNLOAD,
   OP_LAUNCH,
+  // Graphs (appended).
+  OP_CAPTURE,
+  OP_GRAPH_REPLAY,
+  OP_GRAPH_DESTROY,
   OP_COUNT
 };
 
@@ -1007,7 +1019,8 @@ const char* const kOpNames[OP_COUNT] = {
     "verify",         "thread",          "malloc_async",   "free_async",
     "free_ordered",   "record_stream",   "empty_cache",    "stats_list",
     "snapshot",       "history",         "gate",           "release_gates",
-    "module_load",    "module_unload",   "launch"};
+    "module_load",    "module_unload",   "launch",         "capture",
+    "graph_replay",   "graph_destroy"};
 
 void op_set_device(Input& in) {
   int32_t d = pick_device(in);
@@ -2262,9 +2275,15 @@ void op_module_load(Input& in) {
   g_modules.push_back(std::move(lm));
 }
 
+size_t graphs_holding(accel_module_t m);  // the graphs section below
+
 void unload_module(size_t i) {
   release_gates();  // unloading waits for the device
   LoadedModule lm = g_modules[i];
+  if (graphs_holding(lm.h) > 0) {  // refused while a graph holds one of its kernels
+    expect(accel_module_unload(lm.h), {ACCEL_ERROR_INVALID_ARGUMENT});
+    return;
+  }
   g_modules.erase(g_modules.begin() + static_cast<std::ptrdiff_t>(i));
   expect(accel_module_unload(lm.h), {ACCEL_SUCCESS});
   g_dead_modules.push_back(lm.h);
@@ -2385,6 +2404,206 @@ void unload_all_modules() {
   while (!g_modules.empty()) unload_module(g_modules.size() - 1);
 }
 
+// --- graphs ----------------------------------------------------------------------------------
+// A capture is one operation: begin on a picked stream (default, dead and
+// NULL ones included) in a picked mode (an unknown one included), record
+// memsets of the graph's own buffer, maybe a launch of `empty` and a host
+// function, maybe a call the capture refuses (which invalidates it), end.
+// No capture is ever left open. Graphs then live across operations:
+// replays on picked streams (other devices', dead ones) and destroys
+// (graveyard handles included) interleave with every other operation, and
+// modules may be unloaded under a graph that holds one of their kernels.
+// A graph writes only its own buffer and every replay writes the same
+// bytes, so the buffer's contents are known once a replay ran; teardown
+// checks them after synchronizing everything.
+struct FuzzGraph {
+  accel_graph_t h = nullptr;
+  int32_t device = 0;
+  uint64_t hostfns = 0;         // host functions per replay
+  accel_module_t module = nullptr;  // whose `empty` it launches
+  uintptr_t buf = 0;            // its buffer (an Alloc with graph = true)
+  std::vector<uint8_t> expect;  // the buffer after a replay
+  bool replayed = false;
+};
+std::vector<FuzzGraph> g_graphs;  // live
+std::vector<FuzzGraph> g_graphs_done;  // destroyed; their buffers are checked at teardown
+std::vector<accel_graph_t> g_dead_graphs;
+constexpr size_t kMaxGraphBuffers = 6;  // per input
+constexpr size_t kGraphBuf = 4096;
+
+accel_capture_mode_t pick_mode(Input& in, bool* valid) {
+  const uint8_t m = in.u8() % 8;
+  *valid = m < 6;
+  // 3 and up are no mode (in the enum's range, so loading one is defined).
+  return static_cast<accel_capture_mode_t>(*valid ? m % 3 : 3 + m % 4);
+}
+
+// A buffer for a new graph on device t, zero-filled by the graph's first
+// memset; false when it cannot be had (the allocation failed).
+bool graph_buffer(int32_t t, FuzzGraph& g) {
+  void* p = nullptr;
+  const accel_status_t st = expect(accel_malloc(t, kGraphBuf, &p), alloc_outcome(t, kGraphBuf));
+  G.touched[static_cast<size_t>(t)] = true;
+  if (st != ACCEL_SUCCESS) return false;
+  add_alloc(p, kGraphBuf, t, M.cur_stream[static_cast<size_t>(t)]);
+  find_alloc(p)->graph = true;
+  g.buf = reinterpret_cast<uintptr_t>(p);
+  g.device = t;
+  g.expect.assign(kGraphBuf, 0);
+  return true;
+}
+
+// The work of a capture on `s`: memsets of g's buffer (the first covers it
+// all), maybe `empty`, maybe a host function. Every call must be recorded.
+void capture_work(Input& in, accel_stream_t s, FuzzGraph& g) {
+  auto* buf = reinterpret_cast<uint8_t*>(g.buf);
+  const int memsets = 1 + in.u8() % 3;
+  for (int i = 0; i < memsets; ++i) {
+    const size_t off = i == 0 ? 0 : in.u16() % kGraphBuf;
+    const size_t bytes = i == 0 ? kGraphBuf : 1 + in.u16() % (kGraphBuf - off);
+    const uint8_t v = in.u8();
+    expect(accel_memset_async(buf + off, v, bytes, s), {ACCEL_SUCCESS});
+    std::memset(g.expect.data() + off, v, bytes);
+  }
+  const uint8_t extra = in.u8();
+  const LoadedModule* lm = nullptr;
+  for (const LoadedModule& m : g_modules)
+    if (m.device == g.device) lm = &m;
+  if ((extra & 1) && lm != nullptr) {
+    accel_launch_config_t c;
+    std::memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.grid = accel_dim3_t{1, 1, 1};
+    c.block = accel_dim3_t{1, 1, 1};
+    c.stream = s;
+    expect(accel_launch_kernel(lm->kernels[0], &c, nullptr, 0), {ACCEL_SUCCESS});
+    g.module = lm->h;
+  }
+  if (extra & 2) {
+    expect(accel_launch_host_func(s, hostfn_count, &g_hostfn_ran), {ACCEL_SUCCESS});
+    ++g.hostfns;
+  }
+}
+
+void op_capture(Input& in) {
+  accel_stream_t s = pick_stream(in);
+  bool mode_ok = false;
+  const accel_capture_mode_t mode = pick_mode(in, &mode_ok);
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  const bool refuse = (in.u8() % 4) == 0;
+  accel_status_t want = ACCEL_SUCCESS;
+  if (ms == nullptr || !mode_ok)
+    want = ACCEL_ERROR_INVALID_ARGUMENT;
+  else if (ms->is_default)
+    want = ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  FuzzGraph g;
+  if (want == ACCEL_SUCCESS) {
+    size_t buffers = g_graphs.size() + g_graphs_done.size();
+    if (buffers >= kMaxGraphBuffers || M.allocs.size() >= kMaxAllocs) return;
+    if (!graph_buffer(ms->device, g)) return;
+  }
+  if (expect(accel_stream_begin_capture(s, mode, 0), {want}) != ACCEL_SUCCESS) {
+    accel_graph_t out = reinterpret_cast<accel_graph_t>(uintptr_t{0x9a});
+    if (s != nullptr && ms != nullptr)  // not capturing: ending is refused and changes nothing
+      expect(accel_stream_end_capture(s, &out), {ACCEL_ERROR_INVALID_ARGUMENT});
+    FZ_CHECK(out == reinterpret_cast<accel_graph_t>(uintptr_t{0x9a}), "graph written on failure");
+    return;
+  }
+  accel_capture_status_t cs = ACCEL_CAPTURE_STATUS_NONE;
+  expect(accel_stream_capture_status(s, &cs), {ACCEL_SUCCESS});
+  FZ_CHECK(cs == ACCEL_CAPTURE_STATUS_ACTIVE, "a capturing stream's status is %d", cs);
+  capture_work(in, s, g);
+  if (refuse) {
+    expect(accel_stream_query(s), {ACCEL_ERROR_STREAM_CAPTURE_UNSUPPORTED});
+    expect(accel_stream_capture_status(s, &cs), {ACCEL_SUCCESS});
+    FZ_CHECK(cs == ACCEL_CAPTURE_STATUS_INVALIDATED, "an invalidated capture's status is %d", cs);
+  }
+  accel_graph_t h = nullptr;
+  expect(accel_stream_end_capture(s, &h),
+         {refuse ? ACCEL_ERROR_STREAM_CAPTURE_INVALIDATED : ACCEL_SUCCESS});
+  expect(accel_stream_capture_status(s, &cs), {ACCEL_SUCCESS});
+  FZ_CHECK(cs == ACCEL_CAPTURE_STATUS_NONE, "an ended capture's status is %d", cs);
+  if (refuse) {
+    FZ_CHECK(h == nullptr, "an invalidated capture gave a graph");
+    g_graphs_done.push_back(std::move(g));  // never replayed: its buffer is not checked
+    return;
+  }
+  FZ_CHECK(h != nullptr, "a capture gave no graph");
+  g.h = h;
+  g_dead_graphs.erase(std::remove(g_dead_graphs.begin(), g_dead_graphs.end(), h),
+                      g_dead_graphs.end());
+  if (in.flag()) expect(accel_graph_instantiate(h), {ACCEL_SUCCESS});
+  g_graphs.push_back(std::move(g));
+}
+
+size_t graphs_holding(accel_module_t m) {
+  return static_cast<size_t>(std::count_if(g_graphs.begin(), g_graphs.end(),
+                                           [&](const FuzzGraph& g) { return g.module == m; }));
+}
+
+// A live graph (its index in g_graphs), a destroyed one or NULL.
+accel_graph_t pick_graph(Input& in, size_t* live) {
+  *live = SIZE_MAX;
+  const uint8_t k = in.u8() % 8;
+  if (k < 6 && !g_graphs.empty()) {
+    *live = in.u8() % g_graphs.size();
+    return g_graphs[*live].h;
+  }
+  if (k < 7 && !g_dead_graphs.empty()) return g_dead_graphs[in.u8() % g_dead_graphs.size()];
+  return nullptr;
+}
+
+void op_graph_replay(Input& in) {
+  size_t live = 0;
+  accel_graph_t h = pick_graph(in, &live);
+  accel_stream_t s = pick_stream(in);
+  const Stream* ms = s ? stream_by_handle(s) : nullptr;
+  accel_status_t want = ACCEL_SUCCESS;
+  if (live == SIZE_MAX || (s != nullptr && ms == nullptr))
+    want = ACCEL_ERROR_INVALID_ARGUMENT;
+  else if (stream_device_of(s) != g_graphs[live].device && s != nullptr)
+    want = ACCEL_ERROR_DEVICE_MISMATCH;
+  if (expect(accel_graph_replay(h, s), {want}) != ACCEL_SUCCESS) return;
+  FuzzGraph& g = g_graphs[live];
+  g.replayed = true;
+  g_hostfn_launched += g.hostfns;
+}
+
+void op_graph_destroy(Input& in) {
+  size_t live = 0;
+  accel_graph_t h = pick_graph(in, &live);
+  if (expect(accel_graph_destroy(h), {live == SIZE_MAX ? ACCEL_ERROR_INVALID_ARGUMENT
+                                                       : ACCEL_SUCCESS}) != ACCEL_SUCCESS)
+    return;
+  bury(g_dead_graphs, h);
+  g_graphs_done.push_back(std::move(g_graphs[live]));
+  g_graphs.erase(g_graphs.begin() + static_cast<std::ptrdiff_t>(live));
+}
+
+// Teardown (everything synchronized): destroys the live graphs and checks
+// every replayed graph's buffer.
+void finish_graphs() {
+  for (FuzzGraph& g : g_graphs) {
+    expect(accel_graph_destroy(g.h), {ACCEL_SUCCESS});
+    g_graphs_done.push_back(std::move(g));
+  }
+  g_graphs.clear();
+  for (const FuzzGraph& g : g_graphs_done) {
+    if (!g.replayed) continue;
+    const Stream& def = G.defaults[static_cast<size_t>(g.device)];
+    std::memset(G.sink.data(), 0x5A, kGraphBuf);
+    expect(accel_memcpy_async(G.sink.data(), reinterpret_cast<void*>(g.buf), kGraphBuf,
+                              ACCEL_MEMCPY_DEVICE_TO_HOST, def.h),
+           {ACCEL_SUCCESS});
+    expect(accel_stream_synchronize(def.h), {ACCEL_SUCCESS});
+    for (size_t i = 0; i < kGraphBuf; ++i)
+      FZ_CHECK(G.sink[i] == g.expect[i], "graph %p's buffer: byte %zu is 0x%02x, expected 0x%02x",
+               static_cast<void*>(g.h), i, G.sink[i], g.expect[i]);
+  }
+  g_graphs_done.clear();
+  g_dead_graphs.clear();
+}
+
 void run_op(uint8_t code, Input& in) {
   switch (static_cast<Op>(code % OP_COUNT)) {
     case OP_SET_DEVICE:
@@ -2481,6 +2700,12 @@ void run_op(uint8_t code, Input& in) {
       return op_module_unload(in);
     case OP_LAUNCH:
       return op_launch(in);
+    case OP_CAPTURE:
+      return op_capture(in);
+    case OP_GRAPH_REPLAY:
+      return op_graph_replay(in);
+    case OP_GRAPH_DESTROY:
+      return op_graph_destroy(in);
     case OP_COUNT:
       break;
   }
@@ -2548,6 +2773,8 @@ void end_input() {
   }
   expect(accel_set_device_index(0), {ACCEL_SUCCESS});
   M.cur_device = 0;
+  sync_all();
+  finish_graphs();  // first: a graph keeps its kernels' module from unloading
   unload_all_modules();
   sync_all();
   // Work already queued on destroyed streams completes too.

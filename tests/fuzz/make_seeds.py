@@ -19,7 +19,7 @@ stream_device stream_priority host_func event_create event_destroy event_record
 event_query event_sync event_elapsed event_device malloc free memcpy memset mem_info
 memory_stats reset_peak properties backend_info names verify thread
 malloc_async free_async free_ordered record_stream empty_cache stats_list snapshot history
-gate release_gates module_load module_unload launch""".split()
+gate release_gates module_load module_unload launch capture graph_replay graph_destroy""".split()
 OP = {name: i for i, name in enumerate(OPS)}
 
 
@@ -268,6 +268,34 @@ SEEDS = {
         op("module_unload", 1, 0),
         op("module_unload", 0, 1, 0),
         op("launch", 6, 0, 5, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0),  # dead kernel
+    ]),
+    # Graphs: captures on a created stream (GLOBAL with two memsets, a launch
+    # of `empty` and a host function; RELAXED, instantiated), one the capture
+    # refuses (a stream query: invalidated), on a default stream, with an
+    # unknown mode, on NULL; replays on the capture stream, a default
+    # stream of the same and of another device, NULL; the module unloaded
+    # under a graph and a replay after it; destroys, then a dead graph.
+    "seed-graphs": b"".join([
+        op("stream_create", dev(0), 0, 1),
+        op("stream_create", dev(1), 0, 1),
+        op("module_load", 1, 0, 1, 1, 1),
+        op("capture", stream_created(0), 0, 1, 1, 0x11, struct.pack("<HH", 100, 200), 0x22, 3, 0),
+        op("capture", stream_created(0), 2, 1, 0, 0x33, 0, 1),
+        op("capture", stream_created(1), 1, 0, 0, 0x44, 0),
+        op("capture", stream_default(0), 0, 1),
+        op("capture", stream_created(0), 7, 1),
+        op("capture", STREAM_NULL, 0, 1),
+        op("graph_replay", 0, 0, stream_created(0)),
+        op("graph_replay", 0, 1, stream_default(0)),
+        op("graph_replay", 0, 0, stream_default(1)),
+        op("graph_replay", 0, 1, STREAM_NULL),
+        op("module_unload", 1, 0),
+        op("graph_replay", 0, 0, stream_created(0)),
+        op("graph_destroy", 0, 0),
+        op("graph_replay", 6, 0, stream_created(0)),
+        op("graph_destroy", 6, 0),
+        op("graph_destroy", 7),
+        op("verify", 0),
     ]),
     # struct_size around every boundary.
     "seed-structs": b"".join([
