@@ -228,22 +228,14 @@ struct Vendor {
   }
 };
 
-// 64 clEnqueueNDRangeKernel, each followed by clFlush (as a launch through
-// accel does) or, with `flush_each` false, one clFlush after the 64.
-void vendor_enqueue_64(benchmark::State& state, bool flush_each) {
-  Vendor v;
-  if (!v.ready(state)) return;
-  const size_t one = 1;
+// Runs `step` (true on success) once per iteration on v's queue, with an
+// untimed clFinish every kSyncEvery steps, as loop() does through accel.
+template <typename Step>
+void vendor_loop(benchmark::State& state, Vendor& v, const char* what, Step step) {
   int since = 0;
   for (auto _ : state) {
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; i < kOps && err == CL_SUCCESS; ++i) {
-      err = clEnqueueNDRangeKernel(v.q, v.kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr);
-      if (err == CL_SUCCESS && flush_each) err = clFlush(v.q);
-    }
-    if (err == CL_SUCCESS && !flush_each) err = clFlush(v.q);
-    if (err != CL_SUCCESS) {
-      state.SkipWithError("clEnqueueNDRangeKernel failed");
+    if (!step()) {
+      state.SkipWithError(what);
       break;
     }
     if (++since == kSyncEvery) {
@@ -255,6 +247,22 @@ void vendor_enqueue_64(benchmark::State& state, bool flush_each) {
   }
   clFinish(v.q);
   state.counters["ops"] = kOps;
+}
+
+// 64 clEnqueueNDRangeKernel, each followed by clFlush (as a launch through
+// accel does) or, with `flush_each` false, one clFlush after the 64.
+void vendor_enqueue_64(benchmark::State& state, bool flush_each) {
+  Vendor v;
+  if (!v.ready(state)) return;
+  const size_t one = 1;
+  vendor_loop(state, v, "clEnqueueNDRangeKernel failed", [&] {
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < kOps && err == CL_SUCCESS; ++i) {
+      err = clEnqueueNDRangeKernel(v.q, v.kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr);
+      if (err == CL_SUCCESS && flush_each) err = clFlush(v.q);
+    }
+    return err == CL_SUCCESS && (flush_each || clFlush(v.q) == CL_SUCCESS);
+  });
 }
 void BM_ocl_vendor_enqueue_64(benchmark::State& state) { vendor_enqueue_64(state, true); }
 void BM_ocl_vendor_enqueue_64_one_flush(benchmark::State& state) { vendor_enqueue_64(state, false); }
@@ -286,22 +294,10 @@ void BM_ocl_vendor_command_buffer_64(benchmark::State& state) {
     if (cb != nullptr) v.release(cb);
     return;
   }
-  int since = 0;
-  for (auto _ : state) {
-    if (v.enqueue(1, &v.q, cb, 0, nullptr, nullptr) != CL_SUCCESS || clFlush(v.q) != CL_SUCCESS) {
-      state.SkipWithError("clEnqueueCommandBufferKHR failed");
-      break;
-    }
-    if (++since == kSyncEvery) {
-      state.PauseTiming();
-      clFinish(v.q);
-      since = 0;
-      state.ResumeTiming();
-    }
-  }
-  clFinish(v.q);
+  vendor_loop(state, v, "clEnqueueCommandBufferKHR failed", [&] {
+    return v.enqueue(1, &v.q, cb, 0, nullptr, nullptr) == CL_SUCCESS && clFlush(v.q) == CL_SUCCESS;
+  });
   v.release(cb);
-  state.counters["ops"] = kOps;
 }
 BENCHMARK(BM_ocl_vendor_command_buffer_64);
 #endif

@@ -222,6 +222,26 @@ def run_alloc(exe, quick, rows, over):
                   r <= 1.3)
 
 
+def ratio_row(rows, over, med, reps, label, name, floor, key, what, target=None):
+    """Appends the row of name / floor on `key` (cpu_time or real_time),
+    with its spreads and, given a target, whether it is met."""
+    t, f = ns(med, name, key), ns(med, floor, key)
+    row = {"benchmark": label, "floor": floor, "ns": round(t, 1), "floor_ns": round(f, 1),
+           "ratio": round(t / f, 3), "ratio_spread": ratio_spread(reps, name, floor, key),
+           "spread": spread(reps, name, key), "floor_spread": spread(reps, floor, key), "what": what}
+    if target is not None:
+        row["target"] = "<= %.2f" % target
+        row["ok"] = t / f <= target
+        if not row["ok"]:
+            over.append(row["benchmark"])
+    rows.append(row)
+
+
+def graph_row(rows, over, med, reps, tag, name, floor, key, what, target=None):
+    ratio_row(rows, over, med, reps, "[graphs-%s] %s / %s %s" % (tag, name, floor, key), name,
+              floor, key, what, target)
+
+
 def run_kernels_sim(exe, quick, rows, over):
     """accel_launch_kernel against the sim plugin's launch_kernel called on a
     private copy of its vtable (bench_kernels_sim.cpp): CPU time of the
@@ -232,18 +252,9 @@ def run_kernels_sim(exe, quick, rows, over):
                        min_time=0.02 if quick else 0.1)
     for kernel, target in (("empty", 1.10), ("vector_add", None)):
         name, floor = "BM_launch_" + kernel, "BM_plugin_vtable_launch_" + kernel
-        t, f = ns(med, name, "cpu_time"), ns(med, floor, "cpu_time")
-        row = {"benchmark": "[kernels-sim] " + name, "floor": floor, "ns": round(t, 1),
-               "floor_ns": round(f, 1), "ratio": round(t / f, 3),
-               "ratio_spread": ratio_spread(reps, name, floor, "cpu_time"),
-               "spread": spread(reps, name, "cpu_time"), "floor_spread": spread(reps, floor, "cpu_time"),
-               "what": "sim: accel_launch_kernel `%s` vs the plugin's launch_kernel, CPU time" % kernel}
-        if target is not None:
-            row["target"] = "<= %.2f" % target
-            row["ok"] = t / f <= target
-            if not row["ok"]:
-                over.append(row["benchmark"])
-        rows.append(row)
+        ratio_row(rows, over, med, reps, "[kernels-sim] " + name, name, floor, "cpu_time",
+                  "sim: accel_launch_kernel `%s` vs the plugin's launch_kernel, CPU time" % kernel,
+                  target)
 
 
 def run_kernels_opencl(exe, quick, rows, over):
@@ -298,20 +309,6 @@ GRAPH_PATHS = (
                          "POCL_DEVICES": "pthread", "ACCEL_GRAPHS": "recorder"},
      "PoCL, ACCEL_GRAPHS=recorder", None),
 )
-
-
-def graph_row(rows, over, med, reps, tag, name, floor, key, what, target=None):
-    t, f = ns(med, name, key), ns(med, floor, key)
-    row = {"benchmark": "[graphs-%s] %s / %s %s" % (tag, name, floor, key), "floor": floor,
-           "ns": round(t, 1), "floor_ns": round(f, 1), "ratio": round(t / f, 3),
-           "ratio_spread": ratio_spread(reps, name, floor, key),
-           "spread": spread(reps, name, key), "floor_spread": spread(reps, floor, key), "what": what}
-    if target is not None:
-        row["target"] = "<= %.2f" % target
-        row["ok"] = t / f <= target
-        if not row["ok"]:
-            over.append(row["benchmark"])
-    rows.append(row)
 
 
 def run_graphs(exe, quick, rows, over):
