@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 namespace py = pybind11;
@@ -122,9 +123,31 @@ void run_host_call(void* user_data) {
   g_host_calls_pending.fetch_sub(1);
 }
 
+// Host functions recorded by a capture run once per replay, each run
+// dropping one reference: the capture keeps the reference launch_host_func
+// took (by capturing stream, then by graph once the capture ends) and every
+// replay adds one per function (graph_replay). Touched with the GIL held.
+std::unordered_map<std::uintptr_t, std::vector<PyObject*>> g_capture_fns;
+std::unordered_map<std::uintptr_t, std::vector<PyObject*>> g_graph_fns;
+
+bool capturing(std::uintptr_t stream) {
+  accel_capture_status_t st = ACCEL_CAPTURE_STATUS_NONE;
+  return accel_stream_capture_status(stream_of(stream), &st) == ACCEL_SUCCESS &&
+         st == ACCEL_CAPTURE_STATUS_ACTIVE;
+}
+
 void launch_host_func(std::uintptr_t stream, py::object fn) {
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("launch_host_func: fn must be callable");
   PyObject* raw = fn.release().ptr();
+  if (capturing(stream)) {  // recorded, not queued: nothing runs until a replay
+    accel_status_t st = accel_launch_host_func(stream_of(stream), run_host_call, raw);
+    if (st != ACCEL_SUCCESS) {
+      Py_DECREF(raw);
+      check(st);
+    }
+    g_capture_fns[stream].push_back(raw);
+    return;
+  }
   g_host_calls_pending.fetch_add(1);
   // Without the GIL: a backend may run the function before the call
   // returns, or wait for room in its queue while an earlier one needs the GIL.
@@ -658,6 +681,78 @@ void def_buffers(py::module_& m) {
   m.def("order_native", &order_native);
 }
 
+// --- graphs (accel.h's capture and replay; _graphs.py wraps them) -----------
+
+accel_graph_t graph_of(std::uintptr_t h) { return as_handle<accel_graph_s>(h); }
+
+void def_graphs(py::module_& m) {
+  m.def("stream_begin_capture", [](std::uintptr_t s, int mode, uint64_t pool) {
+    check(accel_stream_begin_capture(stream_of(s), static_cast<accel_capture_mode_t>(mode), pool));
+  });
+  m.def("stream_end_capture", [](std::uintptr_t s) {
+    accel_graph_t g = nullptr;
+    const accel_status_t st = accel_stream_end_capture(stream_of(s), &g);
+    if (st == ACCEL_ERROR_INVALID_ARGUMENT) check(st);  // nothing changed
+    // The host functions of the streams this capture released go to the
+    // graph (or, without one, are dropped: nothing will run them).
+    std::vector<PyObject*> fns;
+    for (auto it = g_capture_fns.begin(); it != g_capture_fns.end();) {
+      if (it->first != s && capturing(it->first)) {
+        ++it;
+        continue;
+      }
+      fns.insert(fns.end(), it->second.begin(), it->second.end());
+      it = g_capture_fns.erase(it);
+    }
+    if (st != ACCEL_SUCCESS) {
+      for (PyObject* f : fns) Py_DECREF(f);
+      check(st);
+    }
+    if (!fns.empty()) g_graph_fns[id_of(g)] = std::move(fns);
+    return id_of(g);
+  });
+  m.def("stream_capture_status", [](std::uintptr_t s) {
+    accel_capture_status_t st = ACCEL_CAPTURE_STATUS_NONE;
+    check(accel_stream_capture_status(stream_of(s), &st));
+    return static_cast<int>(st);
+  });
+  m.def("graph_instantiate", [](std::uintptr_t g) { check(accel_graph_instantiate(graph_of(g))); });
+  m.def("graph_replay", [](std::uintptr_t g, std::uintptr_t s) {
+    auto it = g_graph_fns.find(g);
+    const std::vector<PyObject*> none;
+    const std::vector<PyObject*>& fns = it == g_graph_fns.end() ? none : it->second;
+    for (PyObject* f : fns) Py_INCREF(f);  // one per run of this replay
+    g_host_calls_pending.fetch_add(static_cast<long>(fns.size()));
+    const accel_status_t st = nogil([&] { return accel_graph_replay(graph_of(g), stream_of(s)); });
+    if (st != ACCEL_SUCCESS) {
+      for (PyObject* f : fns) Py_DECREF(f);
+      g_host_calls_pending.fetch_sub(static_cast<long>(fns.size()));
+      check(st);
+    }
+  });
+  m.def("graph_destroy", [](std::uintptr_t g) {
+    check(accel_graph_destroy(graph_of(g)));
+    // Queued replays hold their own references: the capture's can go.
+    if (auto it = g_graph_fns.find(g); it != g_graph_fns.end()) {
+      for (PyObject* f : it->second) Py_DECREF(f);
+      g_graph_fns.erase(it);
+    }
+  });
+  m.def("graph_debug_dump", [](std::uintptr_t g, const std::string& path) {
+    check(accel_graph_debug_dump(graph_of(g), path.c_str()));
+  });
+  m.def("graph_pool_handle", [](int32_t d) {
+    uint64_t pool = 0;
+    check(accel_graph_pool_handle(d, &pool));
+    return pool;
+  });
+  m.def("graph_pool", [](std::uintptr_t g) {
+    uint64_t pool = 0;
+    check(accel_graph_pool(graph_of(g), &pool));
+    return pool;
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_accel, m) {
@@ -668,4 +763,5 @@ PYBIND11_MODULE(_accel, m) {
   def_events(m);
   def_memory(m);
   def_buffers(m);
+  def_graphs(m);
 }
