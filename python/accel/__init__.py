@@ -17,6 +17,7 @@ from ._accel import Error, InvalidArgumentError
 from ._buffers import DeviceBuffer, HostBuffer
 from ._device import _get_device_index, device
 from ._graphs import Graph, generate_graph_pool_handle, graph
+from ._modules import Image, Kernel, LocalMemory, Module
 from ._streams import Event, Stream, _wrap
 from .memory import (empty_cache, empty_host_cache, get_memory_info, max_memory_allocated,
                      max_memory_reserved, memory_allocated, memory_reserved, memory_snapshot,
@@ -33,7 +34,7 @@ __all__ = [
     "empty_cache", "empty_host_cache", "get_memory_info", "memory_stats", "memory_allocated",
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
     "reset_accumulated_memory_stats", "memory_snapshot", "record_memory_history",
-    "Graph", "graph", "generate_graph_pool_handle",
+    "Graph", "graph", "generate_graph_pool_handle", "Image", "Module", "Kernel", "LocalMemory",
 ]
 
 # Names of c10::ScalarType by number, as accel_dtype_t numbers them.

@@ -12,12 +12,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <unordered_map>
 #include <vector>
@@ -753,6 +756,116 @@ void def_graphs(py::module_& m) {
   });
 }
 
+// --- modules and kernels (_modules.py wraps them) ---------------------------
+
+accel_module_t module_of(std::uintptr_t h) { return as_handle<accel_module_s>(h); }
+accel_kernel_t kernel_of(std::uintptr_t h) { return as_handle<accel_kernel_s>(h); }
+
+// images: (format, bytes) pairs, in the caller's order.
+std::uintptr_t module_load(int32_t device, const std::vector<std::pair<int, py::bytes>>& images,
+                           std::optional<std::string> options) {
+  std::vector<std::string> data;  // owns the bytes while the backend builds
+  std::vector<accel_module_image_t> im;
+  data.reserve(images.size());
+  for (const auto& [format, bytes] : images) {
+    data.emplace_back(bytes);
+    im.push_back({static_cast<accel_module_format_t>(format), data.back().data(), data.back().size()});
+  }
+  accel_module_t m = nullptr;
+  const char* opts = options ? options->c_str() : nullptr;
+  check(nogil([&] { return accel_module_load(device, im.data(), im.size(), opts, &m); }));
+  return id_of(m);
+}
+
+std::uintptr_t module_load_file(int32_t device, const std::vector<std::string>& paths,
+                                std::optional<std::string> options) {
+  std::vector<const char*> p;
+  for (const std::string& path : paths) p.push_back(path.c_str());
+  accel_module_t m = nullptr;
+  const char* opts = options ? options->c_str() : nullptr;
+  check(nogil([&] { return accel_module_load_file(device, p.data(), p.size(), opts, &m); }));
+  return id_of(m);
+}
+
+// args: (kind, value, type) per argument: VALUE's bytes, DEVICE_POINTER's
+// address, LOCAL_MEMORY's size; type an accel_kernel_arg_type_t.
+void kernel_launch(std::uintptr_t k, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> block,
+                   size_t shared_bytes, std::uintptr_t stream,
+                   const std::vector<std::tuple<int, py::object, int>>& args) {
+  std::vector<std::string> values;  // VALUE arguments' bytes
+  std::vector<std::uintptr_t> pointers;
+  values.reserve(args.size());
+  pointers.reserve(args.size());
+  std::vector<accel_kernel_arg_t> a;
+  std::vector<int32_t> types;
+  for (const auto& [kind, value, type] : args) {
+    accel_kernel_arg_t arg{};
+    arg.kind = static_cast<accel_kernel_arg_kind_t>(kind);
+    if (kind == ACCEL_KERNEL_ARG_VALUE) {
+      values.emplace_back(value.cast<py::bytes>());
+      arg.size = values.back().size();
+      arg.value = values.back().data();
+    } else if (kind == ACCEL_KERNEL_ARG_DEVICE_POINTER) {
+      pointers.push_back(value.cast<std::uintptr_t>());
+      arg.size = sizeof(void*);
+      arg.value = reinterpret_cast<const void*>(pointers.back());
+    } else {
+      arg.size = value.cast<size_t>();
+      arg.value = nullptr;
+    }
+    a.push_back(arg);
+    types.push_back(type);
+  }
+  accel_launch_config_t c{};
+  c.struct_size = sizeof c;
+  c.grid = {grid[0], grid[1], grid[2]};
+  c.block = {block[0], block[1], block[2]};
+  c.shared_bytes = shared_bytes;
+  c.stream = stream_of(stream);
+  c.arg_types = types.data();
+  check(nogil([&] { return accel_launch_kernel(kernel_of(k), &c, a.data(), a.size()); }));
+}
+
+void def_modules(py::module_& m) {
+  m.def("module_load", &module_load);
+  m.def("module_load_file", &module_load_file);
+  m.def("module_format", [](std::uintptr_t h) {
+    accel_module_format_t f = ACCEL_MODULE_FORMAT_PTX;
+    check(accel_module_format(module_of(h), &f));
+    return static_cast<int>(f);
+  });
+  m.def("module_unload", [](std::uintptr_t h) {
+    check(nogil([&] { return accel_module_unload(module_of(h)); }));
+  });
+  m.def("module_get_kernel", [](std::uintptr_t h, const std::string& name) {
+    accel_kernel_t k = nullptr;
+    check(accel_module_get_kernel(module_of(h), name.c_str(), &k));
+    return id_of(k);
+  });
+  m.def("kernel_attributes", [](std::uintptr_t k) {
+    accel_kernel_attributes_t at{};
+    at.struct_size = sizeof at;
+    check(accel_kernel_get_attributes(kernel_of(k), &at));
+    py::dict d;
+    d["max_threads_per_block"] = at.max_threads_per_block;
+    d["static_shared_bytes"] = at.static_shared_bytes;
+    d["private_bytes"] = at.private_bytes;
+    d["num_registers"] = at.num_registers;
+    d["preferred_block_multiple"] = at.preferred_block_multiple;
+    d["num_args"] = at.num_args;
+    return d;
+  });
+  m.def("kernel_launch", &kernel_launch);
+  m.def("module_build_log", [] {
+    size_t length = 0;
+    accel_module_build_log(nullptr, 0, &length);
+    std::string log(length + 1, '\0');
+    accel_module_build_log(log.data(), log.size(), &length);
+    log.resize(std::min(length, log.size() - 1));
+    return log;
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_accel, m) {
@@ -764,4 +877,5 @@ PYBIND11_MODULE(_accel, m) {
   def_memory(m);
   def_buffers(m);
   def_graphs(m);
+  def_modules(m);
 }

@@ -46,6 +46,8 @@ def main():
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["ACCEL_TEST_BACKEND"] = args.backend
     env["ACCEL_TEST_DEVICES"] = str(args.devices)
+    # The build's kernel images (kernels/ of the build tree) for the kernel tests.
+    env["ACCEL_TEST_KERNELS"] = os.path.join(os.path.dirname(os.path.abspath(args.build_python)), "kernels")
     if args.preload:
         # A sanitizer build: its runtimes first, the interpreter's memory
         # through malloc. CPython's own allocations at exit are not freed
