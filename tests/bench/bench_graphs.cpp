@@ -100,26 +100,39 @@ struct Setup {
   }
 };
 
-// Runs `step` once per iteration; with `sync_each`, a timed stream
-// synchronize follows every step, otherwise an untimed one every
-// kSyncEvery steps. A failure skips the benchmark with accel's message.
-template <typename Step>
-void loop(benchmark::State& state, Setup& s, bool sync_each, Step step) {
+// Runs `step` (true on success) once per iteration and `wait` untimed
+// every kSyncEvery steps and at the end; a failed step skips the benchmark
+// with the text `why()` gives.
+template <typename Step, typename Wait, typename Why>
+void timed_loop(benchmark::State& state, Step step, Wait wait, Why why) {
   int since = 0;
   for (auto _ : state) {
-    if (step() != ACCEL_SUCCESS || (sync_each && accel_stream_synchronize(s.stream) != ACCEL_SUCCESS)) {
-      state.SkipWithError(accel_last_error());
+    if (!step()) {
+      state.SkipWithError(why());
       break;
     }
-    if (!sync_each && ++since == kSyncEvery) {
+    if (++since == kSyncEvery) {
       state.PauseTiming();
-      accel_stream_synchronize(s.stream);
+      wait();
       since = 0;
       state.ResumeTiming();
     }
   }
-  accel_stream_synchronize(s.stream);
+  wait();
   state.counters["ops"] = kOps;
+}
+
+// Through accel: with `sync_each`, a timed stream synchronize follows
+// every step.
+template <typename Step>
+void loop(benchmark::State& state, Setup& s, bool sync_each, Step step) {
+  timed_loop(
+      state,
+      [&] {
+        return step() == ACCEL_SUCCESS &&
+               (!sync_each || accel_stream_synchronize(s.stream) == ACCEL_SUCCESS);
+      },
+      [&] { accel_stream_synchronize(s.stream); }, [] { return accel_last_error(); });
 }
 
 void launch_64(benchmark::State& state, bool sync_each) {
@@ -228,25 +241,10 @@ struct Vendor {
   }
 };
 
-// Runs `step` (true on success) once per iteration on v's queue, with an
-// untimed clFinish every kSyncEvery steps, as loop() does through accel.
+// Runs `step` (true on success) on v's queue, as loop() does through accel.
 template <typename Step>
 void vendor_loop(benchmark::State& state, Vendor& v, const char* what, Step step) {
-  int since = 0;
-  for (auto _ : state) {
-    if (!step()) {
-      state.SkipWithError(what);
-      break;
-    }
-    if (++since == kSyncEvery) {
-      state.PauseTiming();
-      clFinish(v.q);
-      since = 0;
-      state.ResumeTiming();
-    }
-  }
-  clFinish(v.q);
-  state.counters["ops"] = kOps;
+  timed_loop(state, step, [&] { clFinish(v.q); }, [&] { return what; });
 }
 
 // 64 clEnqueueNDRangeKernel, each followed by clFlush (as a launch through
