@@ -87,8 +87,10 @@ std::string name_refusal(const char* name) {
 }
 
 // Plugins may use priorities of the in-tree vendor range (>= 100) only from
-// the compiled-in plugins directory or from this build's own plugin folders
-// (what `meson devenv` and the tests point at): a file dropped anywhere else
+// the compiled-in plugins directory, the plugins folder beside this
+// libaccelcore (its own installation's, moved, staged or in a Python wheel;
+// never searched under AT_SECURE) or this build's own plugin folders (what
+// `meson devenv` and the tests point at): a file dropped anywhere else
 // cannot outrank cuda just by saying so.
 constexpr int32_t kThirdPartyPriorityMax = 99;
 
@@ -97,14 +99,16 @@ bool trusted_location(const std::string& resolved_path) {
     return !dir.empty() && resolved_path.size() > dir.size() + 1 &&
            resolved_path.compare(0, dir.size(), dir) == 0 && resolved_path[dir.size()] == '/';
   };
-  static const std::string plugindir = [] {
-    char* real = realpath(ACCEL_PLUGINDIR, nullptr);
-    std::string out = real != nullptr ? real : ACCEL_PLUGINDIR;
+  auto resolved = [](const std::string& dir) {
+    char* real = dir.empty() ? nullptr : realpath(dir.c_str(), nullptr);
+    std::string out = real != nullptr ? real : dir;
     free(real);
     return out;
-  }();
-  if (under(plugindir) && resolved_path.find('/', plugindir.size() + 1) == std::string::npos)
-    return true;
+  };
+  static const std::string plugindir = resolved(ACCEL_PLUGINDIR);
+  static const std::string own_dir = resolved(own_plugin_dir());
+  for (const std::string* dir : {&plugindir, &own_dir})
+    if (under(*dir) && resolved_path.find('/', dir->size() + 1) == std::string::npos) return true;
 #ifdef ACCEL_BUILD_ROOT
   for (const char* sub : {"/backends/", "/plugins/"}) {
     const std::string tree = std::string(ACCEL_BUILD_ROOT) + sub;
@@ -259,10 +263,12 @@ bool check_vtable(Backend& b, const accel_plugin_api_t& api) {
   b.name = b.api.name;
   b.priority = b.api.priority;
   if (b.priority > kThirdPartyPriorityMax && !trusted_location(b.path)) {
+    const std::string own = own_plugin_dir();
     b.priority_note = fmt::format(
         "priority {} lowered to {}: priorities of 100 and above are kept for plugins installed "
-        "in {} (plugin-abi rule 16)",
-        b.priority, kThirdPartyPriorityMax, ACCEL_PLUGINDIR);
+        "in {}{} (plugin-abi rule 16)",
+        b.priority, kThirdPartyPriorityMax, ACCEL_PLUGINDIR,
+        own.empty() || own == ACCEL_PLUGINDIR ? "" : " or beside libaccelcore, in " + own);
     log().info("plugin {} ({}): {}", b.path, b.name, b.priority_note);
     b.priority = kThirdPartyPriorityMax;
   }

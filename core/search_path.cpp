@@ -69,13 +69,23 @@ std::string directory_refusal(const std::string& dir, bool from_env) {
   return {};
 }
 
+bool same_directory(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat sa {
+  }, sb{};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
 // The plugins folder of the installation this libaccelcore belongs to:
 // <folder of libaccelcore.so>/accel/plugins. It finds the plugins of a staged
 // (DESTDIR) or relocated install, whose compiled-in folder does not exist or
 // holds another install's plugins. Empty for a setuid/setgid process
 // (AT_SECURE), which searches only the compiled-in folder: where the library
 // was loaded from is not the installer's word (docs/security.md).
-std::string library_relative_dir() {
+std::string own_plugin_dir() {
   if (getauxval(AT_SECURE) != 0) return {};
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&plugin_search_dirs), &info) == 0 ||
@@ -93,16 +103,6 @@ std::string library_relative_dir() {
   if (lib == "/") lib.clear();
   return lib + "/" ACCEL_PLUGINDIR_FROM_LIBDIR;
 }
-
-bool same_directory(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  struct stat sa {
-  }, sb{};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
-}  // namespace
 
 std::vector<SearchDir> plugin_search_dirs() {
   std::vector<SearchDir> dirs;
@@ -159,7 +159,7 @@ std::vector<SearchDir> plugin_search_dirs() {
   // The library's own plugins folder first: plugins installed with this
   // libaccelcore match it, whatever else lives at the configured prefix.
   // The same folder as the compiled-in one (an ordinary install) is listed once.
-  if (const std::string own = library_relative_dir();
+  if (const std::string own = own_plugin_dir();
       !own.empty() && !same_directory(own, ACCEL_PLUGINDIR))
     add(own, false);
   add(ACCEL_PLUGINDIR, false);

@@ -21,6 +21,11 @@ struct SearchDir {
 
 std::vector<SearchDir> plugin_search_dirs();
 
+// <folder of libaccelcore.so>/accel/plugins, resolved: the plugins of the
+// installation this library belongs to (a staged or moved prefix, a Python
+// wheel's library folder). Empty under AT_SECURE and when dladdr fails.
+std::string own_plugin_dir();
+
 // Candidate file names in `dir` (regular files or links to them, ending in
 // ".so"), sorted bytewise so load order never depends on the file system.
 std::vector<std::string> list_candidates(const std::string& dir);

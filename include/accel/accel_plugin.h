@@ -195,7 +195,8 @@ typedef struct accel_plugin_api_s {
   uint32_t abi_minor;    /* ACCEL_PLUGIN_ABI_MINOR the plugin was built with */
   const char* name;      /* REQUIRED: backend name, [a-z0-9_]+, unique; static storage */
   int32_t priority;      /* choice order: cuda 400, hip 300, level_zero 200, opencl 100;
-                            third parties below 100 */
+                            third parties below 100 (100 and above are lowered to 99
+                            outside the installed plugins folders: rule ABI-16) */
   uint32_t capabilities; /* ACCEL_PLUGIN_CAP_*; read again after device_count, so a
                             plugin may set bits that depend on the devices it found
                             (all but NATIVE_CURRENT_DEVICE, which is final at entry) */

@@ -18,7 +18,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._device import _get_device_index, device
 from ._graphs import Graph, generate_graph_pool_handle, graph
 from ._modules import Image, Kernel, LocalMemory, Module
-from ._streams import Event, Stream, _wrap
+from ._streams import Event, Stream
 from .memory import (empty_cache, empty_host_cache, get_memory_info, max_memory_allocated,
                      max_memory_reserved, memory_allocated, memory_reserved, memory_snapshot,
                      memory_stats, record_memory_history, reset_accumulated_memory_stats,
@@ -70,9 +70,10 @@ def device_count():
     return _accel.device_count()
 
 
-def current_device_index():
-    """The calling thread's current device index (-1 without accelerator)."""
-    return _accel.current_device_index()
+# The extension's functions themselves: device-agnostic code calls these
+# around every operation (docs/performance.md, "Python").
+current_device_index = _accel.current_device_index
+current_stream = _accel.current_stream_object
 
 
 def set_device_index(device, /):
@@ -93,11 +94,6 @@ def set_device_idx(device, /):
     _warnings.warn("accel.set_device_idx is deprecated, use accel.set_device_index",
                    FutureWarning, stacklevel=2)
     set_device_index(device)
-
-
-def current_stream(device=None, /):
-    """The calling thread's current stream of `device` (None: the current device)."""
-    return _wrap(_accel.current_stream(_get_device_index(device, optional=True)))
 
 
 def set_stream(stream):
@@ -122,18 +118,23 @@ class device_index:
     """Context manager making `device` current and restoring the previous
     device on exit; None switches nothing. torch.accelerator.device_index."""
 
+    # __slots__ and the extension's calls bound as defaults: entering and
+    # leaving is two C calls and what Python's with statement costs.
+    __slots__ = ("idx", "prev_idx")
+
     def __init__(self, device, /):
-        self.idx = None if device is None else _get_device_index(device)
+        self.idx = device if type(device) is int else (
+            None if device is None else _get_device_index(device))
         self.prev_idx = -1
 
-    def __enter__(self):
+    def __enter__(self, _exchange=_accel.exchange_device):
         if self.idx is not None:
-            self.prev_idx = _accel.exchange_device(self.idx)
+            self.prev_idx = _exchange(self.idx)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info, _maybe_exchange=_accel.maybe_exchange_device):
         if self.idx is not None:
-            _accel.maybe_exchange_device(self.prev_idx)
+            _maybe_exchange(self.prev_idx)
         return False
 
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -477,18 +478,18 @@ void def_devices(py::module_& m) {
   });
   m.def("selection_reason", [] { return std::string(accel_selection_reason()); });
   m.def("device_count", [] { return accel_device_count(); });
-  m.def("current_device_index", [] { return accel_current_device_index(); });
+  {
+    // A signature line inspect.signature reads (CPython's __text_signature__
+    // format), in place of pybind11's own: accel.current_device_index is
+    // this function itself.
+    py::options options;
+    options.disable_function_signatures();
+    m.def("current_device_index", [] { return accel_current_device_index(); },
+          "current_device_index()\n--\n\n"
+          "The calling thread's current device index (-1 without an accelerator).\n"
+          "torch.accelerator.current_device_index.");
+  }
   m.def("set_device_index", [](int32_t d) { check(accel_set_device_index(d)); });
-  m.def("exchange_device", [](int32_t d) {
-    int32_t prev = -1;
-    check(accel_exchange_device(d, &prev));
-    return prev;
-  });
-  m.def("maybe_exchange_device", [](int32_t d) {
-    int32_t prev = -1;
-    check(accel_maybe_exchange_device(d, &prev));
-    return prev;
-  });
   m.def("synchronize", [](int32_t d) { check(nogil([&] { return accel_synchronize(d); })); });
   m.def("supported_dtypes", [](int32_t d) {
     accel_device_capability_t cap{};
@@ -866,6 +867,117 @@ void def_modules(py::module_& m) {
   });
 }
 
+// --- the hot calls --------------------------------------------------------------
+// accel.current_device_index() and accel.current_stream(), which
+// device-agnostic code calls around every operation, are these functions
+// themselves rather than Python wrappers: each is then one C call and the
+// argument handling next to what any pybind11 call costs
+// (tests/bench/bench_python.py measures them against empty bindings).
+// accel.device_index stays a Python class (__init__.py): a pybind11 class
+// costs more to construct than a Python class with __slots__.
+
+// Set once by _streams.py (set_stream_tables), never released: the Streams
+// current_stream() hands out, by handle (an int): weak references to the
+// Stream objects that own their stream, and borrowed views; the Python
+// function that makes a view, and _device._get_device_index for every device
+// argument but None and a plain int.
+PyObject* g_stream_owners = nullptr;
+PyObject* g_stream_views = nullptr;
+PyObject* g_wrap_stream = nullptr;
+PyObject* g_get_device_index = nullptr;
+
+// torch's _get_device_index: None (when optional) and ints here, the rest
+// (str, accel.device, the errors) in Python.
+int32_t device_arg(py::handle dev, bool optional) {
+  if (optional && dev.is_none()) return accel_current_device_index();
+  if (PyLong_CheckExact(dev.ptr())) {
+    int overflow = 0;
+    long v = PyLong_AsLongAndOverflow(dev.ptr(), &overflow);
+    if (overflow == 0 && v >= INT32_MIN && v <= INT32_MAX) return static_cast<int32_t>(v);
+  }
+  if (g_get_device_index == nullptr) throw std::runtime_error("accel._streams is not imported");
+  PyObject* r = PyObject_CallFunctionObjArgs(g_get_device_index, dev.ptr(),
+                                             optional ? Py_True : Py_False, nullptr);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r).cast<int32_t>();
+}
+
+// The Stream object for a handle: its owner while it lives, else the view
+// made before, else a new view (_streams._wrap keeps it).
+py::object stream_object(accel_stream_t s) {
+  if (g_wrap_stream == nullptr) throw std::runtime_error("accel._streams is not imported");
+  py::object key = py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(s));
+  if (!key) throw py::error_already_set();
+  if (PyObject* ref = PyDict_GetItemWithError(g_stream_owners, key.ptr())) {
+    PyObject* owner = PyWeakref_GetObject(ref);
+    if (owner != nullptr && owner != Py_None) return py::reinterpret_borrow<py::object>(owner);
+  }
+  if (PyObject* view = PyDict_GetItemWithError(g_stream_views, key.ptr()))
+    return py::reinterpret_borrow<py::object>(view);
+  if (PyErr_Occurred()) throw py::error_already_set();
+  PyObject* made = PyObject_CallOneArg(g_wrap_stream, key.ptr());
+  if (made == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(made);
+}
+
+// exchange_device(d) and maybe_exchange_device(d), which device_index's
+// __enter__ and __exit__ make: plain CPython METH_O functions, without
+// pybind11's dispatcher, so that a with block costs little more than
+// Python's with statement itself. Each returns the previous device index.
+template <accel_status_t (*Exchange)(int32_t, int32_t*)>
+PyObject* exchange_raw(PyObject*, PyObject* arg) {
+  const long d = PyLong_AsLong(arg);
+  if (d == -1 && PyErr_Occurred() != nullptr) return nullptr;
+  if (d < INT32_MIN || d > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "device index out of the int32 range");
+    return nullptr;
+  }
+  int32_t prev = -1;
+  const accel_status_t st = Exchange(static_cast<int32_t>(d), &prev);
+  if (st != ACCEL_SUCCESS) {
+    raise_status(StatusError{st, accel_last_error()});
+    return nullptr;
+  }
+  return PyLong_FromLong(prev);
+}
+
+PyMethodDef g_exchange_defs[] = {
+    {"exchange_device", exchange_raw<accel_exchange_device>, METH_O,
+     "exchange_device(device, /)\n--\n\naccel_exchange_device: makes `device` current; the previous index."},
+    {"maybe_exchange_device", exchange_raw<accel_maybe_exchange_device>, METH_O,
+     "maybe_exchange_device(device, /)\n--\n\naccel_maybe_exchange_device: as exchange_device;\n"
+     "a negative index changes nothing."},
+};
+
+void def_hot_calls(py::module_& m) {
+  for (PyMethodDef& def : g_exchange_defs) {
+    PyObject* fn = PyCFunction_NewEx(&def, nullptr, m.attr("__name__").ptr());
+    if (fn == nullptr) throw py::error_already_set();
+    m.attr(def.ml_name) = py::reinterpret_steal<py::object>(fn);
+  }
+  m.def("set_stream_tables", [](py::dict owners, py::dict views, py::function wrap,
+                                py::function get_device_index) {
+    for (PyObject** slot : {&g_stream_owners, &g_stream_views, &g_wrap_stream, &g_get_device_index})
+      Py_XDECREF(*slot);
+    g_stream_owners = owners.release().ptr();
+    g_stream_views = views.release().ptr();
+    g_wrap_stream = wrap.release().ptr();
+    g_get_device_index = get_device_index.release().ptr();
+  });
+  py::options options;  // signatures as for current_device_index (def_devices)
+  options.disable_function_signatures();
+  m.attr("current_stream_object") = py::cpp_function(
+      [](py::handle dev) {
+        accel_stream_t s = nullptr;
+        check(accel_current_stream(device_arg(dev, true), &s));
+        return stream_object(s);
+      },
+      py::name("current_stream"), py::arg("device") = py::none(), py::pos_only(),
+      py::doc("current_stream(device=None, /)\n--\n\n"
+              "The calling thread's current accel.Stream on `device` (None: the current device;\n"
+              "an int, a str such as \"sim:1\" or an accel.device). torch.accelerator.current_stream."));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_accel, m) {
@@ -878,4 +990,5 @@ PYBIND11_MODULE(_accel, m) {
   def_buffers(m);
   def_graphs(m);
   def_modules(m);
+  def_hot_calls(m);
 }

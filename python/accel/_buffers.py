@@ -41,7 +41,7 @@ class DeviceBuffer(_accel.DeviceBuffer):
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
             raise ValueError(f"DeviceBuffer: nbytes must be an int >= 0, got {nbytes!r}")
         if stream is None:
-            stream = _wrap(_accel.current_stream(_get_device_index(device, optional=True)))
+            stream = _accel.current_stream_object(device)
         elif device is not None and _get_device_index(device, optional=True) != stream.device_index:
             raise ValueError(
                 f"DeviceBuffer: stream is on device {stream.device_index}, not {device}")

@@ -12,6 +12,14 @@ __all__ = ["Stream", "Event"]
 # Stream(stream_id=...) hand out the object that owns the stream while it
 # lives, so the stream is destroyed only once nothing refers to it.
 _owners = weakref.WeakValueDictionary()
+# The same for the extension's accel.current_stream() (set_stream_tables
+# below): weak references to the owners by handle, and the borrowed views
+# _wrap made (a default stream's, a stream made in C), kept so that the next
+# call hands out the same object. Handles are never reused, so a view is
+# never wrong, only unused once its stream is gone: at most _VIEWS_MAX are kept.
+_owner_refs = {}
+_views = {}
+_VIEWS_MAX = 1024
 # Every handle the C API gave this process. accel can tell a destroyed
 # handle (its memory is never returned), not an integer that never was one,
 # so Stream(stream_id=...) accepts only these.
@@ -30,10 +38,20 @@ def _wrap(handle):
     owner = _owners.get(handle)
     if owner is not None:
         return owner
+    view = _views.get(handle)
+    if view is not None:
+        return view
     _remember(handle)
     s = Stream.__new__(Stream)
     s._init(handle, owned=False)
+    if len(_views) >= _VIEWS_MAX:
+        _views.clear()
+    _views[handle] = s
     return s
+
+
+def _forget_owner(handle):
+    return lambda ref: _owner_refs.pop(handle, None) if _owner_refs.get(handle) is ref else None
 
 
 class Stream:
@@ -57,6 +75,7 @@ class Stream:
         handle = _remember(_accel.stream_create(index, priority))
         self._init(handle, owned=True)
         _owners[handle] = self
+        _owner_refs[handle] = weakref.ref(self, _forget_owner(handle))
 
     @staticmethod
     def _named(stream_id, device_index, device_type):
@@ -250,3 +269,6 @@ class Event:
 
     def __repr__(self):
         return f"accel.Event(enable_timing={self._timing}, event_id={self.event_id:#x})"
+
+
+_accel.set_stream_tables(_owner_refs, _views, _wrap, _get_device_index)
