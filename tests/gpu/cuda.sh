@@ -207,6 +207,16 @@ run "traced saxpy (ACCEL_TRACE)" env ACCEL_BACKEND=cuda "$py" "$repo/tests/trace
 run "trace API on the GPU (ranges, threads, fork, flush)" env ACCEL_BACKEND=cuda \
   "$py" "$repo/tests/trace/trace_check.py" api -- "$build/tests/trace/accel-trace-api"
 run "cuda plugin tests (fake driver)" meson test -C "$build" --no-rebuild --suite cuda --print-errorlogs
+# The Python package on the GPU: the pytest suite over the real driver
+# (kDLCUDA DLPack, __cuda_array_interface__, kernels from the build's PTX).
+if [ -d "$build/python/accel" ]; then
+  run "python package (pytest) on cuda" env ACCEL_BACKEND=cuda \
+    "$py" "$repo/tests/python/run_pytest.py" --backend cuda \
+    --build-python "$build/python" --devices 1 -- "$repo/tests/python"
+else
+  checks=$((checks + 1))
+  failed+=("no Python package in $build/python (-Dpython: python3-dev, pybind11-dev)")
+fi
 # Google Benchmark programs (libbenchmark-dev is required above, so each
 # must have been built: one that is missing is a failed check).
 bench_dir="$build/tests/bench"
