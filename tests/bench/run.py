@@ -4,7 +4,7 @@
 Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick] [--alloc BENCH_ALLOC]
               [--only-alloc] [--kernels-sim BENCH_KERNELS_SIM]
               [--kernels-opencl BENCH_KERNELS] [--graphs BENCH_GRAPHS]
-              [--markdown FILE]
+              [--copies BENCH_COPIES] [--markdown FILE]
 
 Every ratio is printed as the ratio of the medians with its spread: the
 smallest and largest ratio of one repetition of the benchmark to the same
@@ -45,6 +45,10 @@ to bench-results.md next to OUT_JSON.
    operation, on sim (the core's recorder) and, with ACCEL_BENCH_OPENCL=1, on
    PoCL twice: its command buffers (the native path) and
    ACCEL_GRAPHS=recorder.
+7. With --copies, bench_copies: accel_memcpy_async H2D, D2H (pageable and
+   pinned) and D2D from 4 KiB to 256 MiB against memcpy of the same bytes
+   in the same process, on sim and, with ACCEL_BENCH_OPENCL=1, on PoCL (plus
+   a 4 KiB copy against clEnqueueSVMMemcpy + clFinish there).
 """
 import json
 import os
@@ -334,6 +338,72 @@ def run_graphs(exe, quick, rows, over):
                   "(cost per recorded launch: the ratio)" % where)
 
 
+COPY_KINDS = ("h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned", "d2d")
+COPY_PATHS = (
+    ("sim", {"ACCEL_BACKEND": "sim", "ACCEL_SIM_DEVICES": "1"}, "sim"),
+    ("opencl", {"ACCEL_BACKEND": "opencl", "ACCEL_OPENCL_DEVICE_TYPE": "all",
+                "POCL_DEVICES": "pthread"}, "PoCL"),
+)
+
+
+def run_copies(exe, quick, rows, over):
+    """accel_memcpy_async of every kind against memcpy of the same bytes, in
+    the same process (bench_copies.cpp), on sim and, with
+    ACCEL_BENCH_OPENCL=1, on PoCL. Per kind one row: the lowest bandwidth
+    ratio (accel / memcpy) from 1 MiB up, target >= 0.90; on PoCL, a 4 KiB
+    copy's latency against clEnqueueSVMMemcpy + clFinish on the same queue,
+    target <= 1.20. Every size is printed (GB/s)."""
+    paths = COPY_PATHS if os.environ.get("ACCEL_BENCH_OPENCL") == "1" else COPY_PATHS[:1]
+    for tag, extra, where in paths:
+        env = dict(os.environ, **extra)
+        reps = {}
+        med = run_dispatch(exe, quick, tag, None if tag == "opencl" else "-BM_ocl_", env,
+                           "bench-copies", reps, True, min_time=0.02 if quick else 0.1)
+        def gbs(name):
+            return med[name + "/real_time"]["bytes_per_second"] / 1e9
+        def rep_gbs(name):
+            return [r["bytes_per_second"] / 1e9 for r in reps.get(name + "/real_time", [])]
+        sizes = sorted(int(n.split("/")[1]) for n in med if n.startswith("BM_memcpy/"))
+        print("[copies-%s] GB/s by size: memcpy, then accel's %s%s" % (
+            tag, ", ".join(COPY_KINDS), ", then clEnqueueSVMMemcpy" if tag == "opencl" else ""))
+        for size in sizes:
+            cells = ["%6.1f" % gbs("BM_memcpy/%d" % size)]
+            cells += ["%6.1f" % gbs("BM_copy/%s/%d" % (k, size)) for k in COPY_KINDS]
+            if tag == "opencl":
+                cells.append("%6.1f" % gbs("BM_ocl_vendor_svm_memcpy/%d" % size))
+            print("  %10d B  " % size + " ".join(cells))
+        for kind in COPY_KINDS:
+            worst = None
+            for size in (n for n in sizes if n >= 1 << 20):
+                name, floor = "BM_copy/%s/%d" % (kind, size), "BM_memcpy/%d" % size
+                r = gbs(name) / gbs(floor)
+                if worst is None or r < worst[0]:
+                    worst = (r, size, name, floor)
+            if worst is None:
+                continue
+            r, size, name, floor = worst
+            per_rep = [a / b for a, b in zip(rep_gbs(name), rep_gbs(floor)) if b > 0]
+            a, b = rep_gbs(name), rep_gbs(floor)
+            row = {"benchmark": "[copies-%s] %s vs memcpy, 1-256 MiB, lowest at %d MiB" % (
+                       tag, kind, size >> 20),
+                   "floor": floor, "GB/s": round(gbs(name), 1), "floor_GB/s": round(gbs(floor), 1),
+                   "spread": (min(a), max(a)) if a else None,
+                   "floor_spread": (min(b), max(b)) if b else None, "ratio": round(r, 3),
+                   "ratio_spread": (round(min(per_rep), 3), round(max(per_rep), 3)) if per_rep else None,
+                   "target": ">= 0.90", "ok": r >= 0.90,
+                   "what": "%s: accel_memcpy_async %s bandwidth / memcpy's, lowest of 1-256 MiB "
+                           "(at %d MiB)" % (where, kind.replace("_", " "), size >> 20)}
+            if not row["ok"]:
+                over.append(row["benchmark"])
+            rows.append(row)
+        if tag == "opencl":
+            ratio_row(rows, over, med, reps, "[copies-opencl] 4 KiB h2d_pinned / clEnqueueSVMMemcpy",
+                      "BM_copy_latency/h2d_pinned/4096/real_time",
+                      "BM_ocl_vendor_svm_memcpy_latency/4096/real_time",
+                      "real_time", "PoCL: a 4 KiB pinned H2D copy + synchronize vs "
+                      "clEnqueueSVMMemcpy + clFinish on the same queue, latency", 1.20)
+
+
 def time_process(argv, env):
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -350,6 +420,7 @@ def main():
     kernels_sim = option("--kernels-sim")
     kernels_ocl = option("--kernels-opencl")
     graphs = option("--graphs")
+    copies = option("--copies")
     MARKDOWN = option("--markdown")
     rows = []
     over = []
@@ -617,6 +688,8 @@ def main():
         run_kernels_opencl(kernels_ocl, quick, rows, over)
     if graphs is not None:
         run_graphs(graphs, quick, rows, over)
+    if copies is not None:
+        run_copies(copies, quick, rows, over)
     if alloc is not None:
         run_alloc(alloc, quick, rows, over)
     return report(rows, over)
@@ -625,7 +698,7 @@ def main():
 def cell(r, prefix=""):
     """'153.2 ns (148.0-160.1)': the value, its unit and the spread (min-max
     of the repetitions) where there is one."""
-    for unit in ("ns", "ms", "kB", "MiB"):
+    for unit in ("ns", "ms", "kB", "MiB", "GB/s"):
         if prefix + unit in r:
             text = "%s %s" % (r[prefix + unit], unit)
             sp = r.get(prefix + "spread")
@@ -668,7 +741,8 @@ def report(rows, over):
         for r in rows:
             f.write("| %s | %s | %s | %s | %s | %s |\n" % (
                 r.get("what", r["benchmark"]) if r["benchmark"].startswith(
-                    ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]", "[graphs-"))
+                    ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]", "[graphs-",
+                     "[copies-"))
                 else r["benchmark"],
                 cell(r), cell(r, "floor_"), ratio_cell(r), added_cell(r),
                 (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
