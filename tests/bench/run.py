@@ -193,23 +193,28 @@ def run_alloc(exe, quick, rows, over):
                    "what": "PoCL: cached pair, %s, vs clSVMAlloc + clSVMFree in the same "
                            "cl_context, CPU time" % label}, t / f <= target)
 
-    # Two threads, each on its own device, against one: aggregate pairs per
-    # second of real time (what the target is about), and the same from CPU
-    # time per pair, which the other users of a shared machine do not skew.
+    # 1, 2 and 4 threads against one: aggregate pairs per second of real
+    # time (what the targets are about), and the same from CPU time per
+    # pair, which the other users of a shared machine do not skew.
     med, reps = passes["sim"]
-    one = med["BM_alloc_pair_threads/1048576/real_time/threads:1"]
-    two = med["BM_alloc_pair_threads/1048576/real_time/threads:2"]
-    scaling = two["items_per_second"] / one["items_per_second"]
-    each = [r["items_per_second"] for r in reps.get("BM_alloc_pair_threads/1048576/real_time/threads:2", [])]
-    ones = [r["items_per_second"] for r in reps.get("BM_alloc_pair_threads/1048576/real_time/threads:1", [])]
-    cpu_scaling = 2.0 * ns(med, "BM_alloc_pair_threads/1048576/real_time/threads:1", "cpu_time") / \
-        ns(med, "BM_alloc_pair_threads/1048576/real_time/threads:2", "cpu_time")
-    check({"benchmark": "[alloc] pair threads:2 / threads:1", "ratio": round(scaling, 3),
-           "scaling_spread": (round(min(each) / max(ones), 3), round(max(each) / min(ones), 3))
-           if each and ones else None,
-           "cpu_scaling": round(cpu_scaling, 3), "target": ">= 1.60",
-           "what": "sim: 1 MiB pairs per second, 2 threads on 2 devices vs 1 thread "
-                   "(from CPU time per pair: %.2f)" % cpu_scaling}, scaling >= 1.6)
+    def threads_row(bench, n, target, what):
+        base = "%s/1048576/real_time/threads:" % bench
+        one, many = med[base + "1"], med[base + str(n)]
+        scaling = many["items_per_second"] / one["items_per_second"]
+        each = [r["items_per_second"] for r in reps.get(base + str(n), [])]
+        ones = [r["items_per_second"] for r in reps.get(base + "1", [])]
+        cpu_scaling = n * ns(med, base + "1", "cpu_time") / ns(med, base + str(n), "cpu_time")
+        check({"benchmark": "[alloc] %s threads:%d / threads:1" % (bench, n),
+               "ratio": round(scaling, 3),
+               "ratio_spread": (round(min(each) / max(ones), 3), round(max(each) / min(ones), 3))
+               if each and ones else None,
+               "cpu_scaling": round(cpu_scaling, 3), "target": ">= %.2f" % target,
+               "what": "sim: 1 MiB pairs per second, %s, vs 1 thread (from CPU time per pair: "
+                       "%.2f)" % (what, cpu_scaling)}, scaling >= target)
+    threads_row("BM_alloc_pair_threads", 2, 1.8, "2 threads on 2 devices")
+    threads_row("BM_alloc_pair_threads", 4, 1.8, "4 threads on 2 devices (2 cores)")
+    threads_row("BM_alloc_pair_one_device", 2, 1.0, "2 threads on 1 device (one lock)")
+    threads_row("BM_alloc_pair_one_device", 4, 1.0, "4 threads on 1 device (one lock, 2 cores)")
 
     for tag, conf in (("sim", "default"), ("sim-round4", "roundup_power2_divisions:4")):
         med, reps = passes[tag]
