@@ -264,6 +264,30 @@ def run_kernels_sim(exe, quick, rows, over):
         ratio_row(rows, over, med, reps, "[kernels-sim] " + name, name, floor, "cpu_time",
                   "sim: accel_launch_kernel `%s` vs the plugin's launch_kernel, CPU time" % kernel,
                   target)
+    threads_scaling_row(rows, over, med, reps, "[kernels-sim]", "BM_launch_empty_threads/real_time",
+                        "sim: `empty` launches per second, %d threads each on its own stream of one "
+                        "device, vs 1 thread", 1.0)
+
+
+def threads_scaling_row(rows, over, med, reps, prefix, base, what, target):
+    """Rows of aggregate items per second at 2 and 4 threads over 1 thread
+    (Google Benchmark's /threads:N runs of `base`)."""
+    one = med.get(base + "/threads:1")
+    for n in (2, 4):
+        many = med.get(base + "/threads:%d" % n)
+        if one is None or many is None:
+            continue
+        scaling = many["items_per_second"] / one["items_per_second"]
+        each = [r["items_per_second"] for r in reps.get(base + "/threads:%d" % n, [])]
+        ones = [r["items_per_second"] for r in reps.get(base + "/threads:1", [])]
+        row = {"benchmark": "%s %s threads:%d / threads:1" % (prefix, base.split("/")[0], n),
+               "ratio": round(scaling, 3),
+               "ratio_spread": (round(min(each) / max(ones), 3), round(max(each) / min(ones), 3))
+               if each and ones else None,
+               "target": ">= %.2f" % target, "ok": scaling >= target, "what": what % n}
+        if not row["ok"]:
+            over.append(row["benchmark"])
+        rows.append(row)
 
 
 def run_kernels_opencl(exe, quick, rows, over):
