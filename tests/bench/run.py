@@ -300,7 +300,7 @@ def run_kernels_opencl(exe, quick, rows, over):
     reps = {}
     med = run_dispatch(exe, quick, "opencl",
                        "BM_ocl_launch_empty_paired|BM_ocl_launch_saxpy|BM_ocl_vendor_launch_saxpy|"
-                       "BM_ocl_module_load|BM_ocl_vendor_module_load",
+                       "BM_ocl_module_load|BM_ocl_vendor_module_load|BM_ocl_launch_empty_threads",
                        env, "bench-kernels", reps, True, min_time=0.02 if quick else 0.1)
     paired = "BM_ocl_launch_empty_paired"
     b = med[paired]
@@ -331,6 +331,10 @@ def run_kernels_opencl(exe, quick, rows, over):
                      "floor_ns": round(f, 1), "ratio": round(t / f, 3),
                      "ratio_spread": ratio_spread(reps, name, floor),
                      "spread": spread(reps, name), "floor_spread": spread(reps, floor), "what": what})
+    threads_scaling_row(rows, over, med, reps, "[kernels-opencl]",
+                        "BM_ocl_launch_empty_threads/real_time",
+                        "PoCL: `empty` launches per second, %d threads each on its own stream of one "
+                        "device, vs 1 thread", 1.3)
 
 
 GRAPH_PATHS = (
