@@ -295,6 +295,40 @@ void BM_ocl_vendor_launch_empty(benchmark::State& state) {
 }
 BENCHMARK(BM_ocl_vendor_launch_empty)->UseRealTime();
 
+// The same from 1, 2 and 4 threads on PoCL directly, each with its own
+// cl_command_queue and cl_kernel: how far PoCL itself scales, to tell
+// accel's share of the threaded rows from the driver's.
+void BM_ocl_vendor_launch_empty_threads(benchmark::State& state) {
+  if (!need(state)) return;
+  Setup& s = setup();
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = clCreateCommandQueueWithProperties(s.ctx, s.dev, nullptr, &err);
+  cl_kernel k = q != nullptr ? clCreateKernel(s.program, "empty", &err) : nullptr;
+  if (q == nullptr || k == nullptr) {
+    if (q != nullptr) clReleaseCommandQueue(q);
+    state.SkipWithError("clCreateCommandQueueWithProperties / clCreateKernel failed");
+    return;
+  }
+  const size_t one = 1;
+  int n = 0, failed = 0;
+  for (auto _ : state) {
+    failed |= clEnqueueNDRangeKernel(q, k, 1, nullptr, &one, &one, 0, nullptr, nullptr) !=
+              CL_SUCCESS;
+    clFlush(q);
+    if (++n % kSyncEvery == 0) {
+      state.PauseTiming();
+      clFinish(q);
+      state.ResumeTiming();
+    }
+  }
+  clFinish(q);
+  clReleaseKernel(k);
+  clReleaseCommandQueue(q);
+  if (failed != 0) state.SkipWithError("clEnqueueNDRangeKernel failed");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ocl_vendor_launch_empty_threads)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
 // The direct enqueue with the bookkeeping every operation of the backend
 // does (streams.cpp): ask for the command's event and release the previous
 // one. Reported, to tell the backend's own cost from the event's.
