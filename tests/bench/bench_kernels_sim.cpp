@@ -144,28 +144,8 @@ void BM_plugin_vtable_launch_empty(benchmark::State& state) {
 }
 BENCHMARK(BM_plugin_vtable_launch_empty);
 
-void BM_launch_empty(benchmark::State& state) {
-  ViaAccel v("empty");
-  if (!v.ok) {
-    state.SkipWithError(accel_last_error());
-    return;
-  }
-  accel_launch_config_t cfg{};
-  cfg.struct_size = sizeof cfg;
-  cfg.grid = accel_dim3_t{1, 1, 1};
-  cfg.block = accel_dim3_t{1, 1, 1};
-  cfg.stream = v.stream;
-  launch_loop(
-      state, [&] { return accel_launch_kernel(v.kernel, &cfg, nullptr, 0); },
-      [&] { accel_stream_synchronize(v.stream); });
-}
-BENCHMARK(BM_launch_empty);
-
-// 1, 2 and 4 threads launching `empty`, each on its own stream of device 0
-// (its own module too): aggregate launches per second against one thread's,
-// target >= 1.0 (nothing in the launch path shared between two streams may
-// serialize them); the machine has 2 cores.
-void BM_launch_empty_threads(benchmark::State& state) {
+// `empty` through accel.h on a stream (and module) of the calling thread's own.
+void launch_empty_via_accel(benchmark::State& state) {
   ViaAccel v("empty");
   if (!v.ok) {
     state.SkipWithError(accel_last_error());
@@ -181,6 +161,15 @@ void BM_launch_empty_threads(benchmark::State& state) {
       [&] { accel_stream_synchronize(v.stream); });
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_launch_empty(benchmark::State& state) { launch_empty_via_accel(state); }
+BENCHMARK(BM_launch_empty);
+
+// 1, 2 and 4 threads launching `empty`, each on its own stream of device 0
+// (its own module too): aggregate launches per second against one thread's,
+// target >= 1.0 (nothing in the launch path shared between two streams may
+// serialize them); the machine has 2 cores.
+void BM_launch_empty_threads(benchmark::State& state) { launch_empty_via_accel(state); }
 BENCHMARK(BM_launch_empty_threads)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 // ---- vector_add: four arguments -----------------------------------------------
