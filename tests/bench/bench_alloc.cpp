@@ -174,6 +174,28 @@ void BM_alloc_pair_one_device(benchmark::State& state) {
 }
 BENCHMARK(BM_alloc_pair_one_device)->Arg(1 << 20)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
+// The same with a stream of each thread's own made current: tells the
+// allocator's lock (shared either way) from the default stream's part.
+void BM_alloc_pair_one_device_own_stream(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  accel_stream_t s = nullptr, def = nullptr;
+  if (accel_set_device_index(0) != ACCEL_SUCCESS || accel_current_stream(0, &def) != ACCEL_SUCCESS ||
+      accel_stream_create(0, 0, &s) != ACCEL_SUCCESS || accel_set_stream(s) != ACCEL_SUCCESS) {
+    state.SkipWithError(accel_last_error());
+    return;
+  }
+  alloc_pair_loop(state, static_cast<size_t>(state.range(0)));
+  accel_set_stream(def);
+  accel_stream_synchronize(s);
+  accel_stream_destroy(s);
+}
+BENCHMARK(BM_alloc_pair_one_device_own_stream)
+    ->Arg(1 << 20)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
+
 // ---- fragmentation: a transformer training trace -----------------------------
 //
 // The device allocations PyTorch makes when training GPT-2 small (12 layers,

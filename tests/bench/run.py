@@ -215,6 +215,8 @@ def run_alloc(exe, quick, rows, over):
     threads_row("BM_alloc_pair_threads", 4, 1.8, "4 threads on 2 devices (2 cores)")
     threads_row("BM_alloc_pair_one_device", 2, 1.0, "2 threads on 1 device (one lock)")
     threads_row("BM_alloc_pair_one_device", 4, 1.0, "4 threads on 1 device (one lock, 2 cores)")
+    threads_row("BM_alloc_pair_one_device_own_stream", 2, 1.0,
+                "2 threads on 1 device, each on a stream of its own")
 
     for tag, conf in (("sim", "default"), ("sim-round4", "roundup_power2_divisions:4")):
         med, reps = passes[tag]
