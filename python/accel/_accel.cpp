@@ -888,18 +888,26 @@ PyObject* g_get_device_index = nullptr;
 
 // torch's _get_device_index: None (when optional) and ints here, the rest
 // (str, accel.device, the errors) in Python.
+int32_t device_index_of(PyObject* index) {
+  int overflow = 0;
+  const long v = PyLong_AsLongAndOverflow(index, &overflow);
+  if (v == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
+  if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "device index out of the int32 range");
+    throw py::error_already_set();
+  }
+  return static_cast<int32_t>(v);
+}
+
 int32_t device_arg(py::handle dev, bool optional) {
   if (optional && dev.is_none()) return accel_current_device_index();
-  if (PyLong_CheckExact(dev.ptr())) {
-    int overflow = 0;
-    long v = PyLong_AsLongAndOverflow(dev.ptr(), &overflow);
-    if (overflow == 0 && v >= INT32_MIN && v <= INT32_MAX) return static_cast<int32_t>(v);
-  }
+  if (PyLong_CheckExact(dev.ptr())) return device_index_of(dev.ptr());
   if (g_get_device_index == nullptr) throw std::runtime_error("accel._streams is not imported");
   PyObject* r = PyObject_CallFunctionObjArgs(g_get_device_index, dev.ptr(),
                                              optional ? Py_True : Py_False, nullptr);
   if (r == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(r).cast<int32_t>();
+  py::object index = py::reinterpret_steal<py::object>(r);
+  return device_index_of(index.ptr());
 }
 
 // The Stream object for a handle: its owner while it lives, else the view

@@ -54,6 +54,24 @@ def test_set_device_index_forms(two_devices):
     assert accel.current_device_index() == 1
 
 
+def test_hot_calls_device_errors(accel):
+    """current_stream and device_index (the extension's fast paths) give the
+    same errors as the rest: other types, out of range, beyond int32."""
+    index = accel.current_device_index()
+    for call in (accel.current_stream, lambda d: accel.device_index(d).__enter__()):
+        with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+            call("cpu")
+        with pytest.raises(TypeError):
+            call(True)
+        with pytest.raises(accel.InvalidArgumentError):
+            call(accel.device_count())
+        with pytest.raises(OverflowError):
+            call(1 << 40)
+        with pytest.raises(OverflowError):
+            call(f"{BACKEND}:{1 << 40}")
+    assert accel.current_device_index() == index
+
+
 def test_set_device_index_errors(accel):
     with pytest.raises(ValueError, match="doesn't match the current accelerator"):
         accel.set_device_index("cpu")
