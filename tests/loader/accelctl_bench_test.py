@@ -5,7 +5,9 @@ series (H2D/D2H pageable and pinned, D2D, and peer with two devices or the
 "peer: n/a: one device" note with one) with positive finite GB/s over sizes
 that start at 4096 and double, and every latency as a positive finite number
 of microseconds; the SVG is well-formed XML with exactly one polyline per
-series of the JSON in each device's chart. The run's time is printed as a
+series of the JSON in each device's chart, plus the host memcpy ceiling:
+the JSON's "host_memcpy" points over the same sizes, drawn dashed in every
+chart and printed as the last column of every device's table. The run's time is printed as a
 figure (the target is under 10 s idle), never checked: it depends on what
 else the machine runs.
 
@@ -101,6 +103,12 @@ def main():
     check(sizes[:1] == [4096], f"sizes start at 4096: {sizes[:3]}")
     check(all(b == 2 * a for a, b in zip(sizes, sizes[1:])), f"sizes double: {sizes}")
     check(sizes and sizes[-1] >= 256 << 20, f"sizes reach 256 MiB: {sizes[-1:]}")
+    ceiling = doc.get("host_memcpy", [])
+    check([p.get("bytes") for p in ceiling] == sizes,
+          f"host_memcpy covers every size: {[p.get('bytes') for p in ceiling]}")
+    for p in ceiling:
+        check(positive_finite(p.get("gbps")), f"host_memcpy {p.get('bytes')}: gbps {p.get('gbps')!r}")
+    check("host_memcpy_error" not in doc, f"host memcpy error: {doc.get('host_memcpy_error')}")
     devices = doc.get("devices", [])
     check(len(devices) > 0, "at least one device")
     if args.devices:
@@ -143,6 +151,18 @@ def main():
                   f"({d.get('latency_notes', {}).get(k, '')})")
         check(d.get("errors") == {}, f"device {idx}: no errors: {d.get('errors')}")
 
+    # The text table, small and on device 0 only: host memcpy is its last column.
+    text = subprocess.run([args.accelctl, "bench", "--quick", "--device", "0", "--max-bytes",
+                           "65536"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=120)
+    heads = [ln for ln in text.stdout.splitlines() if ln.strip().startswith("size")]
+    check(text.returncode == 0 and len(heads) == 1 and
+          heads[0].split("(GB/s)")[0].rstrip().endswith("  host memcpy"),
+          f"the text table's last column is host memcpy: {heads} (exit {text.returncode})")
+    rows = [ln for ln in text.stdout.splitlines() if ln.strip().startswith("64 KiB")]
+    check(len(rows) == 1 and positive_finite(float(rows[0].split()[-1])),
+          f"the 64 KiB row ends with the host memcpy figure: {rows}")
+
     # The SVG: well-formed, one chart per device, one polyline per series.
     try:
         root = ET.parse(svg_path).getroot()
@@ -157,9 +177,12 @@ def main():
             idx = int(g.get("data-device", "-1"))
             lines = g.findall(SVG_NS + "polyline")
             ids = [pl.get("data-series") for pl in lines]
-            want = expected_series.get(idx, [])
+            want = expected_series.get(idx, []) + ["host_memcpy"]
             check(sorted(ids) == sorted(want), f"chart of device {idx}: series {ids}, "
                   f"expected one each of {want}")
+            dashed = [pl.get("data-series") for pl in lines if pl.get("stroke-dasharray")]
+            check(dashed == ["host_memcpy"], f"chart of device {idx}: only the host memcpy "
+                  f"ceiling is dashed: {dashed}")
             for pl in lines:
                 check(pl.get("class") == "series " + pl.get("data-series", ""),
                       f"polyline class {pl.get('class')!r}")

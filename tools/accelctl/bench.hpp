@@ -60,9 +60,13 @@ struct BenchResult {
   bool quick = false;
   std::vector<uint64_t> sizes;  // the sizes asked for, before memory bounds
   std::vector<DeviceBench> devices;
+  // memcpy between two pageable host buffers over the same sizes, host
+  // clock: the ceiling of every copy on a device whose memory is host
+  // memory (sim, PoCL's CPU device); key "host_memcpy".
+  Series host_memcpy;
   std::string error;  // a failure before any device was measured
   double seconds = 0;
-  bool failed() const;  // any series or latency error, or `error`
+  bool failed() const;  // any series or latency error (host_memcpy's too), or `error`
 };
 
 // "4 KiB", "256 MiB", "1 GiB", "100 B": the largest unit that divides `bytes`.

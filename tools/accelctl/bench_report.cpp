@@ -47,16 +47,20 @@ void print_device(const BenchResult& r, const DeviceBench& d) {
   if (!d.series.empty() && d.series.front().key != "setup") {
     std::vector<size_t> widths;
     std::string head = fmt::format("  {:>8}", "size");
-    for (const auto& s : d.series) {
-      widths.push_back(std::max<size_t>(s.label.size(), 9));
-      head += fmt::format("  {:>{}}", s.label, widths.back());
+    // The host memcpy column last: the ceiling each series is read against.
+    std::vector<const Series*> cols;
+    for (const auto& s : d.series) cols.push_back(&s);
+    if (!r.host_memcpy.points.empty()) cols.push_back(&r.host_memcpy);
+    for (const Series* s : cols) {
+      widths.push_back(std::max<size_t>(s->label.size(), 9));
+      head += fmt::format("  {:>{}}", s->label, widths.back());
     }
     fmt::print("{}   (GB/s)\n", head);
     for (uint64_t bytes : r.sizes) {
       if (bytes > d.max_bytes) break;
       std::string line = fmt::format("  {:>8}", size_text(bytes));
-      for (size_t i = 0; i < d.series.size(); ++i) {
-        const BandwidthPoint* p = point_of(d.series[i], bytes);
+      for (size_t i = 0; i < cols.size(); ++i) {
+        const BandwidthPoint* p = point_of(*cols[i], bytes);
         line += p != nullptr ? fmt::format("  {:>{}.2f}", p->gbps, widths[i])
                              : fmt::format("  {:>{}}", "-", widths[i]);
       }
@@ -85,6 +89,10 @@ void print_text(const BenchResult& r) {
   fmt::print("bandwidth: GB/s (1e9 bytes/s) of bytes copied, median of batches; sizes {} to {}\n",
              r.sizes.empty() ? "-" : size_text(r.sizes.front()),
              r.sizes.empty() ? "-" : size_text(r.sizes.back()));
+  fmt::print(
+      "ceiling: 'host memcpy' is memcpy between two pageable host buffers, host clock: the "
+      "limit of a copy where device memory is host memory (CPU devices); a GPU's is its link\n");
+  if (!r.host_memcpy.error.empty()) fmt::print("error: host memcpy: {}\n", r.host_memcpy.error);
   for (const auto& d : r.devices) print_device(r, d);
   fmt::print("\nbench: {:.1f} s{}\n", r.seconds, r.failed() ? ", with errors" : "");
 }
@@ -125,11 +133,16 @@ nlohmann::json to_json(const BenchResult& r) {
                        {"notes", d.notes},
                        {"errors", std::move(errors)}});
   }
+  nlohmann::json host_memcpy = nlohmann::json::array();
+  for (const auto& p : r.host_memcpy.points)
+    host_memcpy.push_back({{"bytes", p.bytes}, {"gbps", p.gbps}, {"reps", p.reps}});
   nlohmann::json j = {{"backend", r.backend}, {"timer", r.timer},
                       {"quick", r.quick},     {"sizes", r.sizes},
                       {"seconds", r.seconds}, {"devices", std::move(devices)},
+                      {"host_memcpy", std::move(host_memcpy)},
                       {"passed", !r.failed()}};
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.host_memcpy.error.empty()) j["host_memcpy_error"] = r.host_memcpy.error;
   return j;
 }
 
@@ -147,6 +160,13 @@ std::string to_svg(const BenchResult& r) {
       svg::Series out{s.key, s.label, {}};
       for (const auto& p : s.points) out.points.emplace_back(static_cast<double>(p.bytes), p.gbps);
       c.series.push_back(std::move(out));
+    }
+    if (!c.series.empty() && !r.host_memcpy.points.empty()) {
+      svg::Series ceiling{"host_memcpy", "host memcpy (ceiling)", {}};
+      ceiling.dashed = true;
+      for (const auto& p : r.host_memcpy.points)
+        ceiling.points.emplace_back(static_cast<double>(p.bytes), p.gbps);
+      c.series.push_back(std::move(ceiling));
     }
     charts.push_back(std::move(c));
   }

@@ -170,8 +170,11 @@ void add_bench_command(CLI::App& app, CommandLine& cl) {
       "5, and warms up every size), smaller batches and fewer latency repetitions:\n"
       "under 10 s on sim and PoCL. The full run takes about 5 s per device there, up\n"
       "to a minute on a slow device.\n"
+      "Beside the series: 'host memcpy', memcpy between two pageable host buffers over\n"
+      "the same sizes (host clock), the ceiling of a copy where device memory is host\n"
+      "memory (CPU devices such as sim and PoCL; a GPU's ceiling is its link).\n"
       "--svg FILE: a plot of bandwidth against transfer size, one line per direction,\n"
-      "one chart per device.\n"
+      "one chart per device, host memcpy dashed as the ceiling.\n"
       "Exits 1 when an accel call failed (its status and detail are printed).\n"
       "JSON: {\"schema_version\", \"backend\", \"timer\", \"quick\", \"sizes\", \"seconds\",\n"
       "\"devices\": [{\"index\", \"name\", \"free_bytes\", \"total_bytes\", \"max_bytes\",\n"
@@ -179,7 +182,7 @@ void add_bench_command(CLI::App& app, CommandLine& cl) {
       "\"labels\", \"peer\": {\"to\", \"access\"} or null, \"latency_us\": {\"event_round_trip\",\n"
       "\"host_func_start\", \"host_func\", \"kernel_launch\", \"kernel_enqueue\",\n"
       "\"alloc_cached\", \"alloc_native\"}, \"latency_notes\", \"notes\", \"errors\"}],\n"
-      "\"passed\"}.");
+      "\"host_memcpy\": [{\"bytes\", \"gbps\", \"reps\"}], \"passed\"}.");
   accelctl::BenchOptions& bench_opts = cl.bench_opts;
   bench->add_flag("--quick", bench_opts.quick,
                   "Fewer repetitions, smaller batches: under 10 s on sim and PoCL");

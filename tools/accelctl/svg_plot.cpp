@@ -135,17 +135,19 @@ void render_series(std::string& out, const Chart& c, const Frame& f) {
       pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", f.sx(std::log2(x)), f.sy(y));
     }
     if (pts.empty()) continue;
-    const char* colour = kColours[k % (sizeof kColours / sizeof kColours[0])];
+    const char* colour =
+        s.dashed ? "#555555" : kColours[k % (sizeof kColours / sizeof kColours[0])];
+    const char* dash = s.dashed ? " stroke-dasharray=\"6 4\"" : "";
     out += fmt::format(
         "<polyline class=\"series {0}\" data-series=\"{0}\" fill=\"none\" stroke=\"{1}\" "
-        "stroke-width=\"2\" points=\"{2}\"><title>{3}</title></polyline>\n",
-        escape(s.id), colour, pts, escape(s.label));
+        "stroke-width=\"2\"{4} points=\"{2}\"><title>{3}</title></polyline>\n",
+        escape(s.id), colour, pts, escape(s.label), dash);
     const double ly = f.py0 + 8 + 20 * k;
     out += fmt::format(
         "<g class=\"legend-entry\"><line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" "
-        "y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/><text x=\"{4:.1f}\" y=\"{5:.1f}\" "
+        "y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"{7}/><text x=\"{4:.1f}\" y=\"{5:.1f}\" "
         "font-size=\"12\">{6}</text></g>\n",
-        f.px1 + 16, ly, f.px1 + 40, colour, f.px1 + 46, ly + 4, escape(s.label));
+        f.px1 + 16, ly, f.px1 + 40, colour, f.px1 + 46, ly + 4, escape(s.label), dash);
     ++k;
   }
 }

@@ -13,6 +13,7 @@ struct Series {
   std::string id;     // becomes the polyline's class "series <id>" and data-series
   std::string label;  // legend text
   std::vector<std::pair<double, double>> points;  // (x, y); x > 0 on a log2 axis
+  bool dashed = false;  // a reference line (a ceiling), drawn dashed in grey
 };
 
 // One chart: a log2 x axis, a linear y axis from 0, one polyline per series
