@@ -4,7 +4,7 @@
 Usage: run.py BENCH_DISPATCH COLDSTART OUT_JSON [--quick] [--alloc BENCH_ALLOC]
               [--only-alloc] [--kernels-sim BENCH_KERNELS_SIM]
               [--kernels-opencl BENCH_KERNELS] [--graphs BENCH_GRAPHS]
-              [--copies BENCH_COPIES] [--markdown FILE]
+              [--copies BENCH_COPIES] [--clpeak ACCELCTL CLPEAK] [--markdown FILE]
 
 Every ratio is printed as the ratio of the medians with its spread: the
 smallest and largest ratio of one repetition of the benchmark to the same
@@ -49,6 +49,11 @@ to bench-results.md next to OUT_JSON.
    pinned) and D2D from 4 KiB to 256 MiB against memcpy of the same bytes
    in the same process, on sim and, with ACCEL_BENCH_OPENCL=1, on PoCL (plus
    a 4 KiB copy against clEnqueueSVMMemcpy + clFinish there).
+8. With --clpeak ACCELCTL CLPEAK (and ACCEL_BENCH_OPENCL=1): `accelctl bench
+   --json` against `clpeak --transfer-bandwidth` on the same PoCL device,
+   alternating, several rounds: H2D and D2H of pageable memory at 256 MiB
+   (the size clpeak copies on a CPU device) against clpeak's
+   enqueueWriteBuffer and enqueueReadBuffer.
 """
 import json
 import os
@@ -56,7 +61,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 
 def run_dispatch(exe, quick, tag="sim", bench_filter=None, env=None, prefix="bench-dispatch",
@@ -449,6 +456,87 @@ def run_copies(exe, quick, rows, over):
                       "clEnqueueSVMMemcpy + clFinish on the same queue, latency", 1.20)
 
 
+# The PoCL device both programs measure: PoCL's pthread driver alone, so it
+# is device 0 of the only OpenCL platform for clpeak and for accel.
+CLPEAK_ENV = {"ACCEL_BACKEND": "opencl", "ACCEL_OPENCL_DEVICE_TYPE": "all",
+              "POCL_DEVICES": "pthread"}
+CLPEAK_PAIRS = (("h2d_pageable", "enqueuewritebuffer", "H2D pageable", "enqueueWriteBuffer"),
+                ("d2h_pageable", "enqueuereadbuffer", "D2H pageable", "enqueueReadBuffer"))
+
+
+def clpeak_round(clpeak, env, workdir):
+    """One `clpeak --transfer-bandwidth` run: {xml tag: GB/s} of the PoCL
+    platform's first device (its XML dump; clpeak prints GB/s = 1e9 B/s)."""
+    xml = os.path.join(workdir, "clpeak.xml")
+    subprocess.run([clpeak, "--transfer-bandwidth", "--enable-xml-dump", "-f", xml], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=600)
+    for plat in ET.parse(xml).getroot().iter("platform"):
+        if "Portable Computing Language" not in plat.get("name", ""):
+            continue
+        tb = plat.find("device/transfer_bandwidth")
+        if tb is not None:
+            return {c.tag: float(c.text) for c in tb}, plat.find("device").get("name")
+    raise RuntimeError("clpeak measured no PoCL device (%s)" % xml)
+
+
+def accelctl_round(accelctl, env):
+    """One `accelctl bench --json --device 0`: {series: {bytes: GB/s}} and
+    the device's name."""
+    out = subprocess.run([accelctl, "bench", "--json", "--device", "0"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    doc = json.loads(out.stdout)
+    if not doc.get("passed"):
+        raise RuntimeError("accelctl bench failed: %s" % out.stdout[-2000:])
+    d = doc["devices"][0]
+    return {k: {p["bytes"]: p["gbps"] for p in pts} for k, pts in d["series"].items()}, d["name"]
+
+
+def run_clpeak(accelctl, clpeak, quick, rows, over):
+    """accelctl bench's pageable H2D/D2H at 256 MiB against clpeak's
+    enqueueWriteBuffer/enqueueReadBuffer (pageable host memory to and from a
+    256 MiB buffer on a CPU device), the two programs alternating (which
+    goes first alternates too), so both see the same load. The row's
+    ratio is that of the medians over the rounds, its spread the per-round
+    ratios; target >= 0.95."""
+    env = dict(os.environ, **CLPEAK_ENV)
+    size = 256 << 20
+    rounds = 1 if quick else 3
+    accel = {k: [] for k, _, _, _ in CLPEAK_PAIRS}
+    peer = {t: [] for _, t, _, _ in CLPEAK_PAIRS}
+    names = set()
+    with tempfile.TemporaryDirectory() as work:
+        for i in range(rounds):
+            order = ("accel", "clpeak") if i % 2 == 0 else ("clpeak", "accel")
+            for which in order:
+                if which == "clpeak":
+                    got, name = clpeak_round(clpeak, env, work)
+                    for t in peer:
+                        peer[t].append(got[t])
+                else:
+                    got, name = accelctl_round(accelctl, env)
+                    for k in accel:
+                        accel[k].append(got[k][size])
+                names.add(name)
+    print("[clpeak] device %s; GB/s per round at 256 MiB: accel %s, clpeak %s" % (
+        " / ".join(sorted(names)), accel, peer))
+    for key, tag, label, call in CLPEAK_PAIRS:
+        a, b = statistics.median(accel[key]), statistics.median(peer[tag])
+        per_round = [x / y for x, y in zip(accel[key], peer[tag]) if y > 0]
+        r = a / b
+        row = {"benchmark": "[clpeak] %s 256 MiB / clpeak %s" % (key, call),
+               "GB/s": round(a, 2), "floor_GB/s": round(b, 2),
+               "spread": (min(accel[key]), max(accel[key])),
+               "floor_spread": (min(peer[tag]), max(peer[tag])), "ratio": round(r, 3),
+               "ratio_spread": (round(min(per_round), 3), round(max(per_round), 3)),
+               "target": ">= 0.95", "ok": r >= 0.95,
+               "what": "PoCL: accel vs clpeak transfer bandwidth: accelctl bench %s at 256 MiB vs "
+                       "clpeak --transfer-bandwidth %s (256 MiB), %d alternating rounds" % (
+                           label, call, rounds)}
+        if not row["ok"]:
+            over.append(row["benchmark"])
+        rows.append(row)
+
+
 def time_process(argv, env):
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -466,6 +554,8 @@ def main():
     kernels_ocl = option("--kernels-opencl")
     graphs = option("--graphs")
     copies = option("--copies")
+    clpeak = (sys.argv[sys.argv.index("--clpeak") + 1:sys.argv.index("--clpeak") + 3]
+              if "--clpeak" in sys.argv else None)
     MARKDOWN = option("--markdown")
     rows = []
     over = []
@@ -735,6 +825,8 @@ def main():
         run_graphs(graphs, quick, rows, over)
     if copies is not None:
         run_copies(copies, quick, rows, over)
+    if clpeak is not None and os.environ.get("ACCEL_BENCH_OPENCL") == "1":
+        run_clpeak(clpeak[0], clpeak[1], quick, rows, over)
     if alloc is not None:
         run_alloc(alloc, quick, rows, over)
     return report(rows, over)
@@ -787,7 +879,7 @@ def report(rows, over):
             f.write("| %s | %s | %s | %s | %s | %s |\n" % (
                 r.get("what", r["benchmark"]) if r["benchmark"].startswith(
                     ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]", "[graphs-",
-                     "[copies-"))
+                     "[copies-", "[clpeak]"))
                 else r["benchmark"],
                 cell(r), cell(r, "floor_"), ratio_cell(r), added_cell(r),
                 (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
