@@ -98,7 +98,32 @@ void BM_alloc_pair(benchmark::State& state) {
   if (!need_accel(state)) return;
   alloc_pair_loop(state, static_cast<size_t>(state.range(0)));
 }
-BENCHMARK(BM_alloc_pair)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_alloc_pair)->Arg(4 << 10)->Arg(1 << 20)->Arg(64 << 20);
+
+// The same 1 MiB pair with `range(0)` other blocks live on the device (512
+// bytes each: small-pool blocks, 512 MiB at a million), allocated before the
+// timing and freed after it: how the lookups of accel_free (which finds the
+// block from its address) and of accel_malloc (which finds a free block of
+// the size) grow with the number of live allocations. Balanced trees grow
+// with log2(live); run.py checks the growth from 10 to 10k and 1M blocks.
+void BM_alloc_pair_live(benchmark::State& state) {
+  if (!need_accel(state)) return;
+  const auto live = static_cast<size_t>(state.range(0));
+  std::vector<void*> blocks(live, nullptr);
+  for (auto& b : blocks) {
+    if (accel_malloc(-1, 512, &b) != ACCEL_SUCCESS) {
+      state.SkipWithError(accel_last_error());
+      for (void* q : blocks)
+        if (q != nullptr) accel_free(q);
+      return;
+    }
+  }
+  alloc_pair_loop(state, size_t{1} << 20);
+  state.counters["live_blocks"] = static_cast<double>(live);
+  for (void* q : blocks) accel_free(q);
+  accel_empty_cache(-1);
+}
+BENCHMARK(BM_alloc_pair_live)->Arg(10)->Arg(10000)->Arg(1000000);
 
 // ---- the vendor call directly: PoCL ------------------------------------------
 #ifdef ACCEL_BENCH_OPENCL
