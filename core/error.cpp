@@ -14,6 +14,17 @@ accel_status_t fail(accel_status_t status, std::string message) {
   return status;
 }
 
+accel_status_t fail_not_ready(const std::string& backend, const char* op) {
+  std::string& text = thread_state().last_error;
+  text.assign(backend);
+  text.append(": ");
+  text.append(op);
+  text.append(": work has not completed yet");
+  if (log().should_log(spdlog::level::debug))
+    log().debug("{}: {}", accel_status_name(ACCEL_ERROR_NOT_READY), text);
+  return ACCEL_ERROR_NOT_READY;
+}
+
 const char* last_error() { return thread_state().last_error.c_str(); }
 
 void clear_last_error() { thread_state().last_error.clear(); }

@@ -20,6 +20,11 @@ accel_status_t failf(accel_status_t status, fmt::format_string<Args...> format, 
   return fail(status, fmt::format(format, std::forward<Args>(args)...));
 }
 
+// fail(ACCEL_ERROR_NOT_READY, "<backend>: <op>: work has not completed
+// yet"), written into the thread's last-error string in place (the query
+// paths poll with it).
+accel_status_t fail_not_ready(const std::string& backend, const char* op);
+
 const char* last_error();
 void clear_last_error();
 

@@ -288,7 +288,7 @@ def run_kernels_sim(exe, quick, rows, over):
     reps = {}
     med = run_dispatch(exe, quick, "sim", None, env, "bench-kernels", reps, True,
                        min_time=0.02 if quick else 0.1)
-    for kernel, target in (("empty", 1.10), ("vector_add", None)):
+    for kernel, target in (("empty", 1.10), ("vector_add", 1.15)):
         name, floor = "BM_launch_" + kernel, "BM_plugin_vtable_launch_" + kernel
         ratio_row(rows, over, med, reps, "[kernels-sim] " + name, name, floor, "cpu_time",
                   "sim: accel_launch_kernel `%s` vs the plugin's launch_kernel, CPU time" % kernel,
@@ -881,6 +881,71 @@ def added_cell(r):
     return "%s ms (%.1f-%.1f)" % (r["added_ms"], sp[0], sp[1]) if sp else "%s ms" % r["added_ms"]
 
 
+# Why a row can be over its target on this machine, with the measurement
+# that shows it (docs/performance.md has the profiles): the table's last
+# column for a row over target. Keyed by the start of the row's benchmark
+# name; a row over target with no entry says so.
+WHY_OVER = {
+    "BM_stream_query": "perf: sim's stream mutex (lock + unlock) is 80% of the samples, "
+        "accel_stream_query's own code 5% (a flag, a handle check, a TLS re-entry check, the call): "
+        "1-2 ns, within this machine's repetition spread",
+    "BM_event_query": "the same path as the stream query (handle check, recorded flag, the call): "
+        "1-2 ns over sim's mutex-bound query, within the repetition spread",
+    "BM_event_record_gated_paired": "about 10 ns of handle checks, the stream's sequence and trace "
+        "flags over sim's 75 ns record; no single hot spot in a profile (docs/performance.md)",
+    "[opencl] BM_ocl_stream_query_pending": "perf: the backend retains and releases the marker "
+        "around clGetEventInfo so it never calls OpenCL under its stream lock (PoCL takes its own "
+        "lock in each: 39% of samples in pthread_mutex); the core's NOT_READY text was another 25% "
+        "until it stopped formatting it",
+    "[opencl] BM_ocl_event_query_pending": "as the pending stream query: retain/release around "
+        "clGetEventInfo and the event's and record's locks, each a PoCL or libc mutex",
+    "cold start: every plugin, no OpenCL ICD": "one run's outliers (spread of the rounds in the "
+        "row); 1.29 ms in the last quiet idle run",
+    "[graphs-sim]": "the floor is sim's own enqueue, 0.87 of a launch: the launching thread "
+        "contends with sim's worker for the stream mutex (futex calls, ~1 us each here)",
+    "[graphs-opencl]": "PoCL 3.1's CPU drivers have no run_command_buffer: a replay re-submits "
+        "every command; clEnqueueCommandBufferKHR of 64 kernels is 1.36x slower than 64 "
+        "clEnqueueNDRangeKernel measured directly, so the recorder is PoCL's default",
+    "[copies-sim] h2d_pageable": "CUDA's rule: a staged copy is two copies per byte (the caller's "
+        "memcpy into the pinned ring, then the device's), and above 1 MiB the call waits for "
+        "the copy",
+    "[copies-opencl] h2d_pageable": "CUDA's rule: a staged copy is two copies per byte (the "
+        "caller's memcpy into the pinned ring, then PoCL's), and above 1 MiB the call waits",
+    "[copies-sim] d2h_pageable": "CUDA's rule: a copy into pageable memory returns once done, so "
+        "each copy pays a round trip to sim's worker (two wake-ups, ~25 us per MiB here)",
+    "[copies-opencl] d2h_pageable": "CUDA's rule: a copy into pageable memory returns once done, "
+        "so each copy pays a round trip to PoCL's worker",
+    "[copies-sim]": "the copy runs on sim's worker thread, away from the caller's caches, where "
+        "the memcpy floor runs on the caller's warm cache; equal to memcpy from 64 MiB up",
+    "[copies-opencl]": "PoCL's own clEnqueueSVMMemcpy runs at the same bandwidth (the "
+        "[copies-opencl] table: 28.3 vs accel 29.2 GB/s at 1 MiB): PoCL copies on its worker "
+        "thread, away from the caller's warm cache",
+    "[clpeak] d2h_pageable": "within 6%: accel's D2H into pageable memory is queued and waited "
+        "for (two wake-ups) where clpeak's blocking clEnqueueReadBuffer returns from PoCL's own "
+        "wait; the rounds' spread reaches 0.99",
+    "[alloc] sim BM_alloc_pair/67108864": "76-90 ns measured alone; in the interleaved run the "
+        "repetitions after the one-device thread benchmarks run slower (spread in the row)",
+    "[alloc] sim BM_alloc_pair/1048576": "89-92 ns measured alone; in the interleaved run the "
+        "repetitions after the one-device thread benchmarks run slower (spread in the row)",
+    "[alloc] opencl BM_alloc_pair/1048576 vs clSVMAlloc": "PoCL's clSVMAlloc + clSVMFree of 1 MiB "
+        "is itself a 234 ns host malloc/free: 8x faster would be a 29 ns pair; the cached pair "
+        "meets its own 100 ns target",
+    "[alloc] BM_alloc_pair_one_device": "one lock per device and the whole pair is under it: perf "
+        "of 2 threads: ~60% of CPU samples in the lock (27% glibc mutex code, ~33% the kernel's "
+        "futex path, ~1 us a call in this guest); per-thread caches would change reuse order",
+    "[kernels-sim] BM_launch_vector_add": "three pointer arguments checked against the memory "
+        "table (cached per kernel) and copied; sim's own launch is 0.9-1.4 us here, most of it "
+        "a futex wake of its worker",
+}
+
+
+def why_over(name):
+    for key, text in WHY_OVER.items():
+        if name.startswith(key):
+            return text
+    return "not explained yet"
+
+
 def report(rows, over):
     print("%-52s %26s %26s %22s %20s  %s" % ("benchmark", "accel", "floor", "ratio (spread)",
                                               "added", "target"))
@@ -893,16 +958,17 @@ def report(rows, over):
     # machine).
     md = MARKDOWN or os.path.join(os.path.dirname(OUT), "bench-results.md")
     with open(md, "w") as f:
-        f.write("| benchmark | accel | floor | ratio (spread) | added | target |\n"
-                "|---|---|---|---|---|---|\n")
+        f.write("| benchmark | accel | floor | ratio (spread) | added | target | why over |\n"
+                "|---|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write("| %s | %s | %s | %s | %s | %s |\n" % (
+            f.write("| %s | %s | %s | %s | %s | %s | %s |\n" % (
                 r.get("what", r["benchmark"]) if r["benchmark"].startswith(
                     ("BM_", "[opencl]", "[alloc]", "[kernels-sim]", "[kernels-opencl]", "[graphs-",
                      "[copies-", "[clpeak]"))
                 else r["benchmark"],
                 cell(r), cell(r, "floor_"), ratio_cell(r), added_cell(r),
-                (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip()))
+                (r.get("target", "") + ("" if r.get("ok", True) else " (over)")).strip(),
+                "" if r.get("ok", True) else why_over(r["benchmark"])))
     print("markdown table: %s" % md)
     with open(OUT, "w") as f:
         json.dump({"rows": rows, "over_target": over}, f, indent=2)
