@@ -917,22 +917,31 @@ WHY_OVER = {
         "so each copy pays a round trip to PoCL's worker",
     "[copies-sim]": "the copy runs on sim's worker thread, away from the caller's caches, where "
         "the memcpy floor runs on the caller's warm cache; equal to memcpy from 64 MiB up",
-    "[copies-opencl]": "PoCL's own clEnqueueSVMMemcpy runs at the same bandwidth (the "
-        "[copies-opencl] table: 28.3 vs accel 29.2 GB/s at 1 MiB): PoCL copies on its worker "
-        "thread, away from the caller's warm cache",
+    "[copies-opencl]": "PoCL's own clEnqueueSVMMemcpy is no faster (run.py prints it by size: "
+        "31.0 GB/s at 1 MiB against accel's 29.1-30.0, 33.1 at 4 MiB against 32.7-35.0): PoCL "
+        "copies on its worker thread, away from the caller's warm cache",
     "[clpeak] d2h_pageable": "within 6%: accel's D2H into pageable memory is queued and waited "
         "for (two wake-ups) where clpeak's blocking clEnqueueReadBuffer returns from PoCL's own "
         "wait; the rounds' spread reaches 0.99",
-    "[alloc] sim BM_alloc_pair/67108864": "76-90 ns measured alone; in the interleaved run the "
-        "repetitions after the one-device thread benchmarks run slower (spread in the row)",
-    "[alloc] sim BM_alloc_pair/1048576": "89-92 ns measured alone; in the interleaved run the "
-        "repetitions after the one-device thread benchmarks run slower (spread in the row)",
+    "[alloc] sim BM_alloc_pair/67108864": "76-90 ns alone; in the interleaved run the repetitions "
+        "after BM_alloc_pair_one_device_own_stream (its destroyed streams' blocks move to the "
+        "default stream's pool) run 100-128 ns: the row's spread",
+    "[alloc] sim BM_alloc_pair/1048576": "88-92 ns alone; in the interleaved run the repetitions "
+        "after BM_alloc_pair_one_device_own_stream (its destroyed streams' blocks move to the "
+        "default stream's pool) run 100-128 ns: the row's spread",
     "[alloc] opencl BM_alloc_pair/1048576 vs clSVMAlloc": "PoCL's clSVMAlloc + clSVMFree of 1 MiB "
         "is itself a 234 ns host malloc/free: 8x faster would be a 29 ns pair; the cached pair "
         "meets its own 100 ns target",
     "[alloc] BM_alloc_pair_one_device": "one lock per device and the whole pair is under it: perf "
         "of 2 threads: ~60% of CPU samples in the lock (27% glibc mutex code, ~33% the kernel's "
         "futex path, ~1 us a call in this guest); per-thread caches would change reuse order",
+    "BM_memset_async": "each call wakes sim's worker on both sides (futex, ~1 us in this guest): "
+        "the repetitions swing 0.51-3.69 around the target; the core's own part is the stream "
+        "pick and the range lookup in the allocation table",
+    "[kernels-sim] BM_launch_empty": "each launch wakes sim's worker on both sides (futex, ~1 us "
+        "in this guest), 1.2-1.4 us a launch: the repetitions' spread (0.88-1.5) spans the target",
+    "[alloc] opencl BM_alloc_pair/": "bimodal between processes: back-to-back runs of the same "
+        "binary give 90.9 or 157 ns at 1 MiB (77 ns at 64 MiB); this run drew the slow layout",
     "[kernels-sim] BM_launch_vector_add": "three pointer arguments checked against the memory "
         "table (cached per kernel) and copied; sim's own launch is 0.9-1.4 us here, most of it "
         "a futex wake of its worker",
