@@ -41,6 +41,17 @@
 //                                      replaces: the "accel" side is the
 //                                      replay, the "driver" side the launches
 //                                      (target 0.3, cuda.sh)
+//   BM_cuda_copy_<kind>_paired/N       accel_memcpy_async of N bytes (1 MiB,
+//                                      64 MiB; batches of 64 MiB) and a
+//                                      synchronize, both in the timing, vs
+//                                      cuMemcpyHtoDAsync / cuMemcpyDtoHAsync
+//                                      on the same CUstream: kind h2d_pinned
+//                                      and d2h_pinned (accel_host_malloc
+//                                      memory, target 1.05 in time: >= 0.95x
+//                                      the bandwidth), h2d_pageable and
+//                                      d2h_pageable (new[] memory, which the
+//                                      driver stages as cuMemcpyHtoD does;
+//                                      target 1.11: >= 0.9x)
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -69,6 +80,8 @@ struct Driver {
   decltype(&cuStreamEndCapture) end_capture = nullptr;
   decltype(&cuGraphInstantiateWithFlags) instantiate = nullptr;
   decltype(&cuGraphLaunch) graph_launch = nullptr;
+  decltype(&cuMemcpyHtoDAsync) htod_async = nullptr;
+  decltype(&cuMemcpyDtoHAsync) dtoh_async = nullptr;
 };
 
 constexpr uint32_t kSaxpyN = 32;
@@ -112,7 +125,9 @@ struct Setup {
            sym(cu.begin_capture, "cuStreamBeginCapture_v2") &&
            sym(cu.end_capture, "cuStreamEndCapture") &&
            sym(cu.instantiate, "cuGraphInstantiateWithFlags") &&
-           sym(cu.graph_launch, "cuGraphLaunch");
+           sym(cu.graph_launch, "cuGraphLaunch") &&
+           sym(cu.htod_async, "cuMemcpyHtoDAsync_v2") &&
+           sym(cu.dtoh_async, "cuMemcpyDtoHAsync_v2");
   }
 
   bool accel_side() {
@@ -200,9 +215,11 @@ Clock now() {
 
 // Times `batch` calls of each side per iteration (see the top of the file).
 // Each op returns true on success.
+// With `timed_sync` the stream synchronize after each batch is timed too
+// (copies: their bandwidth is bytes over the time until they completed).
 template <typename AccelOp, typename VendorOp>
 void paired(benchmark::State& state, bool launches, int batch, AccelOp accel_op,
-            VendorOp vendor_op) {
+            VendorOp vendor_op, bool timed_sync = false) {
   Setup& su = setup();
   if (!(launches ? su.kernels_ok : su.ok)) {
     state.SkipWithError((launches ? su.why_kernels : su.why).c_str());
@@ -218,6 +235,7 @@ void paired(benchmark::State& state, bool launches, int batch, AccelOp accel_op,
     } else {
       for (int i = 0; i < batch; ++i) good &= vendor_op();
     }
+    if (timed_sync) good &= su.cu.stream_synchronize(su.cs) == CUDA_SUCCESS;
     const Clock t1 = now();
     wall[side] += t1.wall - t0.wall;
     cpu[side] += t1.cpu - t0.cpu;
@@ -400,6 +418,74 @@ void BM_cuda_graph_vs_launches_paired(benchmark::State& state) {
       });
 }
 BENCHMARK(BM_cuda_graph_vs_launches_paired);
+
+// Copies: one device buffer and pinned and pageable host buffers of the
+// largest size, made once (the pageable one touched, so no page faults are
+// timed). Each side copies the same bytes between the same buffers.
+constexpr size_t kCopyMax = size_t{64} << 20;
+struct CopyBuffers {
+  void* dev = nullptr;
+  void* pinned = nullptr;
+  unsigned char* pageable = nullptr;
+  std::string why;
+  CopyBuffers() {
+    Setup& su = setup();
+    if (!su.ok) {
+      why = su.why;
+      return;
+    }
+    if (accel_malloc(0, kCopyMax, &dev) != ACCEL_SUCCESS ||
+        accel_host_malloc(kCopyMax, 0, &pinned) != ACCEL_SUCCESS) {
+      why = std::string("copy buffers: ") + accel_last_error();
+      return;
+    }
+    pageable = new unsigned char[kCopyMax];
+    std::memset(pageable, 1, kCopyMax);
+    std::memset(pinned, 2, kCopyMax);
+  }
+};
+CopyBuffers& copy_buffers() {
+  static CopyBuffers* b = new CopyBuffers();  // kept to exit, as setup()
+  return *b;
+}
+
+// One copy kind: H2D or D2H, from or into pinned or pageable memory.
+void copy_paired(benchmark::State& state, bool h2d, bool pinned) {
+  Setup& su = setup();
+  CopyBuffers& cb = copy_buffers();
+  if (!cb.why.empty()) {
+    state.SkipWithError(cb.why.c_str());
+    return;
+  }
+  const auto bytes = static_cast<size_t>(state.range(0));
+  void* host = pinned ? cb.pinned : cb.pageable;
+  const auto dptr = reinterpret_cast<CUdeviceptr>(cb.dev);
+  const int batch = static_cast<int>(kCopyMax / bytes);
+  paired(
+      state, false, batch,
+      [&] {
+        return (h2d ? accel_memcpy_async(cb.dev, host, bytes, ACCEL_MEMCPY_HOST_TO_DEVICE, su.s)
+                    : accel_memcpy_async(host, cb.dev, bytes, ACCEL_MEMCPY_DEVICE_TO_HOST,
+                                         su.s)) == ACCEL_SUCCESS;
+      },
+      [&] {
+        return (h2d ? su.cu.htod_async(dptr, host, bytes, su.cs)
+                    : su.cu.dtoh_async(host, dptr, bytes, su.cs)) == CUDA_SUCCESS;
+      },
+      true);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * batch *
+                          static_cast<int64_t>(bytes));
+}
+void BM_cuda_copy_h2d_pinned_paired(benchmark::State& state) { copy_paired(state, true, true); }
+void BM_cuda_copy_d2h_pinned_paired(benchmark::State& state) { copy_paired(state, false, true); }
+void BM_cuda_copy_h2d_pageable_paired(benchmark::State& state) { copy_paired(state, true, false); }
+void BM_cuda_copy_d2h_pageable_paired(benchmark::State& state) {
+  copy_paired(state, false, false);
+}
+BENCHMARK(BM_cuda_copy_h2d_pinned_paired)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_cuda_copy_d2h_pinned_paired)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_cuda_copy_h2d_pageable_paired)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_cuda_copy_d2h_pageable_paired)->Arg(1 << 20)->Arg(64 << 20);
 
 }  // namespace
 

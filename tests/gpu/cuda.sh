@@ -239,7 +239,8 @@ bench "benchmark bench-cuda (launch, stream and event ops vs the driver API)" \
   "$bench_dir/bench-cuda" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_min_time=0.1 --benchmark_out="$bench_json" --benchmark_out_format=json
 ratio_summary="$build/bench-cuda.ratios"
-rm -f "$ratio_summary" "$ratio_summary.graphs" "$ratio_summary.launches"
+rm -f "$ratio_summary" "$ratio_summary.graphs" "$ratio_summary.launches" \
+  "$ratio_summary.pinned" "$ratio_summary.pageable"
 run "ratio targets: accel <= 1.05x the driver on the same CUstream ($ratio_mode)" \
   "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.05 --"$ratio_mode" \
   --summary "$ratio_summary" \
@@ -255,7 +256,22 @@ run "ratio targets: accel_graph_replay <= 1.05x cuGraphLaunch ($ratio_mode)" \
 run "ratio targets: replay of 64 launches <= 0.3x the 64 launches ($ratio_mode)" \
   "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 0.3 --"$ratio_mode" \
   --summary "$ratio_summary.launches" BM_cuda_graph_vs_launches_paired
+# Copies against cuMemcpyHtoDAsync / cuMemcpyDtoHAsync on the same CUstream,
+# each batch timed to its synchronize: pinned >= 0.95x the driver's bandwidth
+# (time <= 1.05x), pageable >= 0.9x (time <= 1.11x; the driver stages
+# pageable memory as cuMemcpyHtoD does).
+run "ratio targets: pinned copies >= 0.95x the driver's bandwidth ($ratio_mode)" \
+  "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.05 --"$ratio_mode" \
+  --summary "$ratio_summary.pinned" \
+  BM_cuda_copy_h2d_pinned_paired/1048576 BM_cuda_copy_h2d_pinned_paired/67108864 \
+  BM_cuda_copy_d2h_pinned_paired/1048576 BM_cuda_copy_d2h_pinned_paired/67108864
+run "ratio targets: pageable copies >= 0.9x the driver's bandwidth ($ratio_mode)" \
+  "$py" "$repo/tests/gpu/check_ratios.py" "$bench_json" --target 1.11 --"$ratio_mode" \
+  --summary "$ratio_summary.pageable" \
+  BM_cuda_copy_h2d_pageable_paired/1048576 BM_cuda_copy_h2d_pageable_paired/67108864 \
+  BM_cuda_copy_d2h_pageable_paired/1048576 BM_cuda_copy_d2h_pageable_paired/67108864
 ratio_line="$ratio_line; $(cat "$ratio_summary.graphs" 2>/dev/null); $(cat "$ratio_summary.launches" 2>/dev/null)"
+ratio_line="$ratio_line; $(cat "$ratio_summary.pinned" 2>/dev/null); $(cat "$ratio_summary.pageable" 2>/dev/null)"
 # The per-thread queries and guards against their thread_local floor (its
 # operations rows compare with sim's vtable, which says nothing about cuda:
 # bench-cuda measures those against the driver), and the allocator pair.
