@@ -165,6 +165,40 @@ void launch_empty_via_accel(benchmark::State& state) {
 void BM_launch_empty(benchmark::State& state) { launch_empty_via_accel(state); }
 BENCHMARK(BM_launch_empty);
 
+// The same two launches with a grid of range(0) blocks of one thread (1, 64,
+// 4096): how the launching thread's cost grows with the grid. The blocks
+// run on sim's worker, outside the CPU time of the launching thread that
+// run.py reads, so both sides should stay flat.
+void BM_plugin_vtable_launch_empty_grid(benchmark::State& state) {
+  Direct d("empty");
+  if (!d.ok) {
+    state.SkipWithError("direct sim instance unavailable (ACCEL_BENCH_SIM_PLUGIN)");
+    return;
+  }
+  const accel_dim3_t grid{static_cast<uint32_t>(state.range(0)), 1, 1}, one{1, 1, 1};
+  launch_loop(
+      state, [&] { return d.a->launch_kernel(d.kernel, grid, one, 0, nullptr, 0, d.stream); },
+      [&] { d.a->stream_synchronize(d.stream); });
+}
+BENCHMARK(BM_plugin_vtable_launch_empty_grid)->Arg(1)->Arg(64)->Arg(4096);
+
+void BM_launch_empty_grid(benchmark::State& state) {
+  ViaAccel v("empty");
+  if (!v.ok) {
+    state.SkipWithError(accel_last_error());
+    return;
+  }
+  accel_launch_config_t cfg{};
+  cfg.struct_size = sizeof cfg;
+  cfg.grid = accel_dim3_t{static_cast<uint32_t>(state.range(0)), 1, 1};
+  cfg.block = accel_dim3_t{1, 1, 1};
+  cfg.stream = v.stream;
+  launch_loop(
+      state, [&] { return accel_launch_kernel(v.kernel, &cfg, nullptr, 0); },
+      [&] { accel_stream_synchronize(v.stream); });
+}
+BENCHMARK(BM_launch_empty_grid)->Arg(1)->Arg(64)->Arg(4096);
+
 // 1, 2 and 4 threads launching `empty`, each on its own stream of device 0
 // (its own module too): aggregate launches per second against one thread's,
 // target >= 1.0 (nothing in the launch path shared between two streams may

@@ -293,6 +293,13 @@ def run_kernels_sim(exe, quick, rows, over):
         ratio_row(rows, over, med, reps, "[kernels-sim] " + name, name, floor, "cpu_time",
                   "sim: accel_launch_kernel `%s` vs the plugin's launch_kernel, CPU time" % kernel,
                   target)
+    # Growth with the grid (blocks run on sim's worker): no target, the
+    # table shows whether the launching thread's cost grows.
+    for grid in (1, 64, 4096):
+        name, floor = "BM_launch_empty_grid/%d" % grid, "BM_plugin_vtable_launch_empty_grid/%d" % grid
+        ratio_row(rows, over, med, reps, "[kernels-sim] " + name, name, floor, "cpu_time",
+                  "sim: accel_launch_kernel `empty`, grid of %d blocks, vs the plugin's "
+                  "launch_kernel with the same grid, CPU time" % grid, None)
     threads_scaling_row(rows, over, med, reps, "[kernels-sim]", "BM_launch_empty_threads/real_time",
                         "sim: `empty` launches per second, %d threads each on its own stream of one "
                         "device, vs 1 thread", 1.0)
