@@ -376,7 +376,11 @@ struct Ze {
     REQUIRE(zeEventHostReset(gate) == ZE_RESULT_SUCCESS);
     REQUIRE(zeCommandListAppendWaitOnEvents(list, 1, &gate) == ZE_RESULT_SUCCESS);
   }
-  void open_gate() { REQUIRE(zeEventHostSignal(gate) == ZE_RESULT_SUCCESS); }
+  void open_gate() { REQUIRE(signal_gate() == ZE_RESULT_SUCCESS); }
+  // For another thread: Catch2 v2's assertions are not thread-safe (an
+  // assertion there raced the main thread's and corrupted its message list
+  // under ASan), so the caller checks the result after joining.
+  ze_result_t signal_gate() { return zeEventHostSignal(gate); }
 };
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
@@ -542,9 +546,10 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
       REQUIRE_OK(accel_event_create(0, 0, &e));
       REQUIRE_OK(accel_event_record(e, s));  // after the program's copy
       CHECK(accel_event_query(e) == ACCEL_ERROR_NOT_READY);
+      ze_result_t opened = ZE_RESULT_ERROR_UNKNOWN;
       std::thread opener([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        z.open_gate();
+        opened = z.signal_gate();
       });
       if (how == 0) REQUIRE_OK(accel_stream_synchronize(s));
       if (how == 1) REQUIRE_OK(accel_synchronize(0));
@@ -552,6 +557,7 @@ TEST_CASE("an exported list orders the program's own commands with accel's both 
       // Returned only once the program's copy, gated for 50 ms, was done.
       CHECK(std::memcmp(pinned, in.data(), n) == 0);
       opener.join();
+      REQUIRE(opened == ZE_RESULT_SUCCESS);
       CHECK(accel_event_query(e) == ACCEL_SUCCESS);
       CHECK(becomes_idle(s));
       REQUIRE_OK(accel_event_destroy(e));
